@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Sourced by scripts/demo and scripts/test: makes sure the Debian packages named in "$@" are
+# installed. As root it installs what is missing with apt-get; otherwise it prints the exact
+# apt-get line and fails.
+sr_need_packages() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "softrdma: missing Debian packages. Install them with:" >&2
+		echo "  sudo apt-get install -y ${missing[*]}" >&2
+		return 1
+	fi
+	echo "softrdma: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	if ! apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; then
+		apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null || {
+			echo "softrdma: apt-get install ${missing[*]} failed" >&2
+			return 1
+		}
+	fi
+}
+
+# What building needs.
+SR_BUILD_PACKAGES=(gcc make cmake pkg-config libibverbs-dev librdmacm-dev libnl-3-dev
+	libnl-route-3-dev libcmocka-dev)
+# What the tests need on top: the unmodified programs we run, namespaces, sanitizers, tshark.
+SR_TEST_PACKAGES=(ibverbs-utils rdmacm-utils perftest qperf iproute2 clang
+	libclang-rt-14-dev tshark procps)
+# What the demo needs on top.
+SR_DEMO_PACKAGES=(ibverbs-utils rdmacm-utils)

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sr_common.h"
+#include "sr_config.h"
+
+/* The one table of tunables. Keep docs/CONFIG.md in step (a test compares them). */
+static const struct sr_tunable sr_tunables[] = {
+	{ "SOFTRDMA_LOG_LEVEL", "0",
+	  "Library log level: 0 silent, 1 errors, 2 warnings, 3 info, 4 debug." },
+	{ "SOFTRDMA_LOG_FILE", "",
+	  "Append log lines to this file instead of stderr." },
+	{ "SOFTRDMA_DEVICE_PREFIX", "sriw_",
+	  "Prefix of soft iWARP device names; the interface name follows it." },
+	{ "SOFTRDMA_MPA_CRC", "1",
+	  "Ask for MPA CRC32c on connections we start or accept (1) or not (0). "
+	  "CRC is used whenever either side asks for it." },
+	{ "SOFTRDMA_MPA_REV", "2",
+	  "MPA revision offered by the initiator (2 = RFC 6581 enhanced, 1 = RFC 5044)." },
+};
+
+const struct sr_tunable *sr_config_table(unsigned int *count)
+{
+	*count = SR_ARRAY_SIZE(sr_tunables);
+	return sr_tunables;
+}
+
+const char *sr_config_str(const char *name)
+{
+	for (unsigned int i = 0; i < SR_ARRAY_SIZE(sr_tunables); i++) {
+		if (strcmp(sr_tunables[i].name, name) == 0) {
+			const char *v = getenv(name);
+
+			return v ? v : sr_tunables[i].def;
+		}
+	}
+	return NULL;
+}
+
+long sr_config_long(const char *name)
+{
+	const char *v = sr_config_str(name);
+
+	return v && *v ? strtol(v, NULL, 0) : 0;
+}
+
+bool sr_config_bool(const char *name)
+{
+	const char *v = sr_config_str(name);
+
+	if (!v || !*v)
+		return false;
+	return strcmp(v, "0") != 0 && strcasecmp(v, "no") != 0 &&
+	       strcasecmp(v, "false") != 0 && strcasecmp(v, "off") != 0;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every runtime tunable is declared once in config.c (name, default, doc) and read only
+ * through these helpers; no other file calls getenv(). docs/CONFIG.md lists them and
+ * `softrdma config` prints them.
+ */
+#ifndef SR_CONFIG_H
+#define SR_CONFIG_H
+
+#include <stdbool.h>
+
+struct sr_tunable {
+	const char *name;     /* environment variable */
+	const char *def;      /* default, as text */
+	const char *doc;
+};
+
+/* Value of a registered tunable (environment or default). Unknown names abort in debug. */
+const char *sr_config_str(const char *name);
+long sr_config_long(const char *name);
+bool sr_config_bool(const char *name);
+
+/* Iterate the table (for `softrdma config` and docs). */
+const struct sr_tunable *sr_config_table(unsigned int *count);
+
+#endif

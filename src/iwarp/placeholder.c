@@ -1,0 +1,1 @@
+/* empty until the codec lands */ typedef int sr_iwarp_placeholder;

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private verbs objects. Every public struct is the first member (or, for the context, the
+ * verbs_context that ends with it) of our private struct; to_sr_*() reach the private part.
+ */
+#ifndef SR_VERBS_H
+#define SR_VERBS_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "common/sr_list.h"
+#include "netdev/sr_netdev.h"
+#include "verbs/sr_limits.h"
+
+/* rdma-core's private header (driver.h) is not installed; these two match it. */
+enum ibv_gid_type_sysfs {
+	IBV_GID_TYPE_SYSFS_IB_ROCE_V1,
+	IBV_GID_TYPE_SYSFS_ROCE_V2,
+};
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
+		       enum ibv_gid_type_sysfs *type);
+
+/*
+ * One soft iWARP device per network interface. Devices live in a process-wide registry and
+ * are reference counted: the registry holds one reference while the interface exists, every
+ * device list and open context holds one more.
+ */
+struct sr_device {
+	struct ibv_device ibdev;     /* must be first: applications hold &ibdev */
+	int refcnt;                  /* protected by the registry lock */
+	bool removed;                /* interface is gone */
+	struct sr_netdev_link link;  /* current state; protected by the registry lock */
+	__be64 node_guid;
+	struct sr_list node;         /* registry list */
+	struct sr_list contexts;     /* open sr_contexts, for async events */
+};
+
+static inline struct sr_device *to_sr_dev(struct ibv_device *d)
+{
+	return sr_container_of(d, struct sr_device, ibdev);
+}
+
+struct sr_async_event {
+	struct sr_list node;
+	struct ibv_async_event ev;
+};
+
+struct sr_context {
+	struct verbs_context vctx; /* ends with struct ibv_context; must be first */
+	uint32_t magic;            /* SR_CONTEXT_MAGIC: lets librdmacm recognise our contexts */
+	struct sr_device *dev;
+	pthread_mutex_t lock;
+	struct sr_list async_events; /* queued, not yet fetched; one eventfd count each */
+	struct sr_list dev_node;     /* in dev->contexts */
+};
+
+#define SR_CONTEXT_MAGIC 0x53526378u /* "SRcx" */
+
+static inline struct sr_context *to_sr_ctx(struct ibv_context *c)
+{
+	return sr_container_of(c, struct sr_context, vctx.context);
+}
+
+/* device.c: registry */
+void sr_device_registry_refresh(void);
+void sr_device_get(struct sr_device *dev);
+void sr_device_put(struct sr_device *dev);
+/* Snapshot of the device's link state. */
+void sr_device_link(struct sr_device *dev, struct sr_netdev_link *out, bool *removed);
+/* Start the rtnetlink monitor that keeps devices current (idempotent). */
+int sr_device_monitor_start(void);
+/* Derivations from the link, shared by device list and queries. */
+__be64 sr_device_guid_from_link(const struct sr_netdev_link *l);
+void sr_device_gid_from_link(const struct sr_netdev_link *l, union ibv_gid *gid);
+enum ibv_mtu sr_mtu_to_ib(unsigned int mtu);
+
+/* context.c */
+void sr_context_fill_ops(struct sr_context *ctx);
+
+/* async.c */
+void sr_async_post(struct sr_context *ctx, const struct ibv_async_event *ev);
+/* Post to every open context of dev (registry lock held by caller is fine). */
+void sr_async_post_device(struct sr_device *dev, enum ibv_event_type type);
+
+/* query.c */
+void sr_fill_device_attr(struct sr_device *dev, struct ibv_device_attr *a);
+int sr_fill_port_attr(struct sr_device *dev, uint8_t port, struct ibv_port_attr *a);
+
+/* Process-wide registry lock (device.c). Lock order: registry lock, then ctx->lock. */
+extern pthread_mutex_t sr_registry_lock;
+
+#endif

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Exported verbs that softrdma does not implement (yet). Each fails the documented way for
+ * its family: NULL with errno = EOPNOTSUPP for constructors, EOPNOTSUPP as the return value
+ * for calls that return an errno, -1 with errno for calls documented to return -1. None
+ * crashes and none pretends to succeed. docs/COMPATIBILITY.md tracks this list.
+ */
+#include <errno.h>
+
+#include "verbs/sr_verbs.h"
+
+#define SR_NULL_EOPNOTSUPP()        \
+	do {                        \
+		errno = EOPNOTSUPP; \
+		return NULL;        \
+	} while (0)
+
+/* ---- objects of the RC data path (coming with the RC connection work) ---- */
+
+SR_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+SR_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	return EOPNOTSUPP;
+}
+
+SR_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+SR_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	return EOPNOTSUPP;
+}
+
+SR_EXPORT struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+SR_EXPORT struct ibv_mr *(ibv_reg_mr_iova)(struct ibv_pd *pd, void *addr, size_t length,
+					   uint64_t iova, int access)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+SR_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+					  uint64_t iova, unsigned int access)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+SR_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+			   size_t length, int access)
+{
+	return IBV_REREG_MR_ERR_INPUT; /* ibv_rereg_mr(3): negative enum on failure */
+}
+
+SR_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
+{
+	return EOPNOTSUPP;
+}
+
+SR_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+				       struct ibv_comp_channel *channel, int comp_vector)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+SR_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	return EOPNOTSUPP;
+}
+
+SR_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	return EOPNOTSUPP;
+}
+
+SR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+			       void **cq_context)
+{
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
+SR_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+}
+
+SR_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+SR_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+			   struct ibv_qp_init_attr *init_attr)
+{
+	return EOPNOTSUPP;
+}
+
+SR_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	return EOPNOTSUPP;
+}
+
+SR_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	return EOPNOTSUPP;
+}
+
+SR_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+SR_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)
+{
+	return 0; /* "not guaranteed in order": the safe answer the man page allows */
+}
+
+SR_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+SR_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
+{
+	return EOPNOTSUPP;
+}
+
+SR_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	return EOPNOTSUPP;
+}
+
+SR_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	return EOPNOTSUPP;
+}
+
+/* ---- not on iWARP: address handles and multicast belong to UD (RoCE device, later) ---- */
+
+SR_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+SR_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	return EOPNOTSUPP;
+}
+
+SR_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
+				  struct ibv_wc *wc, struct ibv_grh *grh,
+				  struct ibv_ah_attr *ah_attr)
+{
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
+SR_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
+					       struct ibv_grh *grh, uint8_t port_num)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+SR_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr,
+					  uint8_t eth_mac[6], uint16_t *vid)
+{
+	return EOPNOTSUPP;
+}
+
+SR_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return EOPNOTSUPP;
+}
+
+SR_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return EOPNOTSUPP;
+}
+
+/* ---- sharing objects across processes through the kernel: no kernel here ---- */
+
+SR_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+SR_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+SR_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
+{
+}
+
+SR_EXPORT struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+SR_EXPORT void ibv_unimport_mr(struct ibv_mr *mr)
+{
+}
+
+SR_EXPORT struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+SR_EXPORT void ibv_unimport_dm(struct ibv_dm *dm)
+{
+}
+
+SR_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
+					   uint64_t iova, int fd, int access)
+{
+	SR_NULL_EOPNOTSUPP();
+}
+
+/* ---- Enhanced Connection Establishment is an IB CM feature ---- */
+
+SR_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	return EOPNOTSUPP;
+}
+
+SR_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	return EOPNOTSUPP;
+}

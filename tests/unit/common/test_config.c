@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+#include "common/sr_config.h"
+#include "common/sr_list.h"
+
+static void defaults_and_overrides(void **state)
+{
+	unsetenv("SOFTRDMA_MPA_CRC");
+	assert_true(sr_config_bool("SOFTRDMA_MPA_CRC"));
+	setenv("SOFTRDMA_MPA_CRC", "0", 1);
+	assert_false(sr_config_bool("SOFTRDMA_MPA_CRC"));
+	setenv("SOFTRDMA_MPA_CRC", "off", 1);
+	assert_false(sr_config_bool("SOFTRDMA_MPA_CRC"));
+	setenv("SOFTRDMA_MPA_CRC", "yes", 1);
+	assert_true(sr_config_bool("SOFTRDMA_MPA_CRC"));
+	unsetenv("SOFTRDMA_MPA_REV");
+	assert_int_equal(sr_config_long("SOFTRDMA_MPA_REV"), 2);
+	assert_string_equal(sr_config_str("SOFTRDMA_DEVICE_PREFIX"), "sriw_");
+}
+
+static void unknown_names_are_not_tunables(void **state)
+{
+	setenv("SOFTRDMA_NOT_A_TUNABLE", "1", 1);
+	assert_null(sr_config_str("SOFTRDMA_NOT_A_TUNABLE"));
+	assert_false(sr_config_bool("SOFTRDMA_NOT_A_TUNABLE"));
+}
+
+static void table_is_documented(void **state)
+{
+	unsigned int n;
+	const struct sr_tunable *t = sr_config_table(&n);
+
+	assert_true(n >= 5);
+	for (unsigned int i = 0; i < n; i++) {
+		assert_non_null(t[i].name);
+		assert_non_null(t[i].def);
+		assert_true(t[i].doc && t[i].doc[0]);
+	}
+}
+
+struct item {
+	int v;
+	struct sr_list node;
+};
+
+static void list_basics(void **state)
+{
+	struct sr_list head = SR_LIST_INIT(head), *pos, *tmp;
+	struct item it[3] = { { .v = 1 }, { .v = 2 }, { .v = 3 } };
+	int sum = 0;
+
+	assert_true(sr_list_empty(&head));
+	for (int i = 0; i < 3; i++)
+		sr_list_add_tail(&head, &it[i].node);
+	assert_int_equal(sr_list_first(&head, struct item, node)->v, 1);
+	sr_list_del(&it[0].node);
+	assert_int_equal(sr_list_first(&head, struct item, node)->v, 2);
+	sr_list_for_each_safe(pos, tmp, &head) {
+		sum += sr_list_entry(pos, struct item, node)->v;
+		sr_list_del(pos);
+	}
+	assert_int_equal(sum, 5);
+	assert_true(sr_list_empty(&head));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(defaults_and_overrides),
+		cmocka_unit_test(unknown_names_are_not_tunables),
+		cmocka_unit_test(table_is_documented),
+		cmocka_unit_test(list_basics),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
