@@ -1,1 +1,0 @@
-/* empty until the codec lands */ typedef int sr_iwarp_placeholder;
