@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/sr_log.h"
+#include "verbs/sr_obj.h"
 #include "verbs/sr_verbs.h"
 
 void sr_async_post(struct sr_context *ctx, const struct ibv_async_event *ev)
@@ -52,13 +53,15 @@ SR_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_
 		return -1;
 	}
 	ctx = to_sr_ctx(context);
+again:
 	if (read(context->async_fd, &cnt, sizeof(cnt)) != sizeof(cnt))
 		return -1; /* errno from read: EAGAIN on a non-blocking fd, EINTR, ... */
 	pthread_mutex_lock(&ctx->lock);
 	if (sr_list_empty(&ctx->async_events)) {
+		/* The count belonged to an event withdrawn when its CQ/QP/SRQ was destroyed
+		 * (sr_async_drain_obj): skip it and wait for the next one. */
 		pthread_mutex_unlock(&ctx->lock);
-		errno = EIO; /* cannot happen: one count per queued event */
-		return -1;
+		goto again;
 	}
 	e = sr_list_first(&ctx->async_events, struct sr_async_event, node);
 	sr_list_del(&e->node);
@@ -70,7 +73,35 @@ SR_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_
 
 SR_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 {
-	/* Port and device events hold nothing. Object events (CQ/QP/SRQ) will count acks
-	 * here so that destroy can wait for them, once those objects exist. */
-	(void)event;
+	pthread_mutex_t *mutex;
+	pthread_cond_t *cond;
+	uint32_t *acked;
+
+	/* Port and device events hold nothing. Object events count acks so that destroying
+	 * the object can wait for them (sr_async_drain_obj). */
+	if (!event)
+		return;
+	switch (sr_async_kind(event->event_type)) {
+	case SR_ASYNC_CQ:
+		mutex = &event->element.cq->mutex;
+		cond = &event->element.cq->cond;
+		acked = &event->element.cq->async_events_completed;
+		break;
+	case SR_ASYNC_QP:
+		mutex = &event->element.qp->mutex;
+		cond = &event->element.qp->cond;
+		acked = &event->element.qp->events_completed;
+		break;
+	case SR_ASYNC_SRQ:
+		mutex = &event->element.srq->mutex;
+		cond = &event->element.srq->cond;
+		acked = &event->element.srq->events_completed;
+		break;
+	default:
+		return;
+	}
+	pthread_mutex_lock(mutex);
+	++*acked;
+	pthread_cond_broadcast(cond);
+	pthread_mutex_unlock(mutex);
 }

@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include "common/sr_log.h"
+#include "verbs/sr_obj.h"
 #include "verbs/sr_ops.h"
 #include "verbs/sr_verbs.h"
+
+extern const struct sr_priv_ops sr_priv_ops_iwarp;
 
 int sr_query_port_ex(struct ibv_context *context, uint8_t port_num,
 		     struct ibv_port_attr *port_attr, size_t port_attr_len);
@@ -32,8 +35,8 @@ void sr_context_fill_ops(struct sr_context *ctx)
 	o->bind_mw = sr_nosup_bind_mw;
 	o->dealloc_mw = sr_nosup_dealloc_mw;
 	o->_compat_create_cq = sr_nosup_compat;
-	o->poll_cq = sr_nosup_poll_cq;
-	o->req_notify_cq = sr_nosup_req_notify_cq;
+	o->poll_cq = sr_poll_cq;
+	o->req_notify_cq = sr_req_notify_cq;
 	o->_compat_cq_event = sr_nosup_compat;
 	o->_compat_resize_cq = sr_nosup_compat;
 	o->_compat_destroy_cq = sr_nosup_compat;
@@ -41,13 +44,13 @@ void sr_context_fill_ops(struct sr_context *ctx)
 	o->_compat_modify_srq = sr_nosup_compat;
 	o->_compat_query_srq = sr_nosup_compat;
 	o->_compat_destroy_srq = sr_nosup_compat;
-	o->post_srq_recv = sr_nosup_post_srq_recv;
+	o->post_srq_recv = sr_post_srq_recv;
 	o->_compat_create_qp = sr_nosup_compat;
 	o->_compat_query_qp = sr_nosup_compat;
 	o->_compat_modify_qp = sr_nosup_compat;
 	o->_compat_destroy_qp = sr_nosup_compat;
-	o->post_send = sr_nosup_post_send;
-	o->post_recv = sr_nosup_post_recv;
+	o->post_send = sr_post_send;
+	o->post_recv = sr_post_recv;
 	o->_compat_create_ah = sr_nosup_compat;
 	o->_compat_destroy_ah = sr_nosup_compat;
 	o->_compat_attach_mcast = sr_nosup_compat;
@@ -87,7 +90,7 @@ void sr_context_fill_ops(struct sr_context *ctx)
 	v->ibv_create_flow = sr_nosup_create_flow;
 	v->ABI_placeholder1 = (void (*)(void))sr_nosup_compat;
 	v->open_qp = sr_nosup_open_qp;
-	v->create_qp_ex = sr_nosup_create_qp_ex;
+	v->create_qp_ex = sr_create_qp_ex;
 	v->get_srq_num = sr_nosup_get_srq_num;
 	v->create_srq_ex = sr_nosup_create_srq_ex;
 	v->open_xrcd = sr_nosup_open_xrcd;
@@ -116,6 +119,7 @@ SR_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	ctx->magic = SR_CONTEXT_MAGIC;
+	ctx->priv_ops = &sr_priv_ops_iwarp;
 	sr_list_init(&ctx->async_events);
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);

@@ -47,9 +47,27 @@ struct sr_async_event {
 	struct ibv_async_event ev;
 };
 
+struct sr_iwarp_attach_params;
+
+/*
+ * softrdma internals librdmacm needs, reached through the context instead of exported
+ * symbols (the export maps stay exactly upstream's).
+ */
+struct sr_priv_ops {
+	/* Give a connected socket, MPA done, to the iWARP transport of qp (in RTS or about to
+	 * be). Returns 0 or a negative errno; on success the transport owns the fd. */
+	int (*iwarp_attach)(struct ibv_qp *qp, const struct sr_iwarp_attach_params *p);
+	/* Orderly close: finish queued sends, then FIN; the closed callback follows. */
+	void (*iwarp_disconnect)(struct ibv_qp *qp);
+	/* The live QP numbered qpn on this context, or NULL (rdma_accept/rdma_establish with
+	 * conn_param->qp_num for QPs the application created itself, e.g. rping -q). */
+	struct ibv_qp *(*qp_by_num)(struct ibv_context *ctx, uint32_t qpn);
+};
+
 struct sr_context {
 	struct verbs_context vctx; /* ends with struct ibv_context; must be first */
 	uint32_t magic;            /* SR_CONTEXT_MAGIC: lets librdmacm recognise our contexts */
+	const struct sr_priv_ops *priv_ops;
 	struct sr_device *dev;
 	pthread_mutex_t lock;
 	struct sr_list async_events; /* queued, not yet fetched; one eventfd count each */

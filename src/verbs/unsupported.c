@@ -15,102 +15,12 @@
 		return NULL;        \
 	} while (0)
 
-/* ---- objects of the RC data path (coming with the RC connection work) ---- */
-
-SR_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
-{
-	SR_NULL_EOPNOTSUPP();
-}
-
-SR_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
-{
-	return EOPNOTSUPP;
-}
-
-SR_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
-{
-	SR_NULL_EOPNOTSUPP();
-}
-
-SR_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
-{
-	return EOPNOTSUPP;
-}
-
-SR_EXPORT struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access)
-{
-	SR_NULL_EOPNOTSUPP();
-}
-
-SR_EXPORT struct ibv_mr *(ibv_reg_mr_iova)(struct ibv_pd *pd, void *addr, size_t length,
-					   uint64_t iova, int access)
-{
-	SR_NULL_EOPNOTSUPP();
-}
-
-SR_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
-					  uint64_t iova, unsigned int access)
-{
-	SR_NULL_EOPNOTSUPP();
-}
+/* ---- RC data path extras not offered (the objects live in pd.c, mr.c ... srq.c) ---- */
 
 SR_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 			   size_t length, int access)
 {
 	return IBV_REREG_MR_ERR_INPUT; /* ibv_rereg_mr(3): negative enum on failure */
-}
-
-SR_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
-{
-	return EOPNOTSUPP;
-}
-
-SR_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
-				       struct ibv_comp_channel *channel, int comp_vector)
-{
-	SR_NULL_EOPNOTSUPP();
-}
-
-SR_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
-{
-	return EOPNOTSUPP;
-}
-
-SR_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
-{
-	return EOPNOTSUPP;
-}
-
-SR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
-			       void **cq_context)
-{
-	errno = EOPNOTSUPP;
-	return -1;
-}
-
-SR_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
-{
-}
-
-SR_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
-{
-	SR_NULL_EOPNOTSUPP();
-}
-
-SR_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
-			   struct ibv_qp_init_attr *init_attr)
-{
-	return EOPNOTSUPP;
-}
-
-SR_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
-{
-	return EOPNOTSUPP;
-}
-
-SR_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
-{
-	return EOPNOTSUPP;
 }
 
 SR_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
@@ -121,26 +31,6 @@ SR_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 SR_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)
 {
 	return 0; /* "not guaranteed in order": the safe answer the man page allows */
-}
-
-SR_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
-{
-	SR_NULL_EOPNOTSUPP();
-}
-
-SR_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask)
-{
-	return EOPNOTSUPP;
-}
-
-SR_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
-{
-	return EOPNOTSUPP;
-}
-
-SR_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	return EOPNOTSUPP;
 }
 
 /* ---- not on iWARP: address handles and multicast belong to UD (RoCE device, later) ---- */

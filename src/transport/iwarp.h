@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * iWARP over a kernel TCP socket: the per-connection state shared by the transmit
+ * (iwarp_tx.c), receive (iwarp_rx.c) and life-cycle (iwarp_conn.c) files.
+ *
+ * Threads: the receive side runs only on libibverbs' engine thread. The transmit side runs
+ * in whichever thread holds tx_lock: the application thread that posted (sq_kick) or the
+ * engine thread (socket writable, Read Request arrived, first FPDU arrived). Payload never
+ * passes through a staging buffer: it is sent from and received into registered memory.
+ */
+#ifndef SR_TRANSPORT_IWARP_H
+#define SR_TRANSPORT_IWARP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "engine/sr_engine.h"
+#include "iwarp/ddp.h"
+#include "iwarp/mpa.h"
+#include "transport/sr_xport.h"
+#include "verbs/sr_limits.h"
+#include "verbs/sr_obj.h"
+
+/* A message's bytes in registered memory: SGEs resolved to process addresses. */
+struct sr_iw_buf {
+	uint32_t n;
+	uint64_t total;
+	struct {
+		uint8_t *p;
+		uint64_t len;
+		struct sr_mr *mr; /* reference held until sr_iw_buf_release(); NULL for inline */
+	} span[SR_MAX_SGE];
+};
+
+/* Resolve sges with access `need`; returns SR_ACC_OK or the first failure (nothing held). */
+enum sr_access_result sr_iw_buf_init(struct sr_iw_buf *b, const struct sr_pd *pd,
+				     const struct ibv_sge *sge, uint32_t n, int need);
+void sr_iw_buf_inline(struct sr_iw_buf *b, uint8_t *p, uint64_t len);
+void sr_iw_buf_release(struct sr_iw_buf *b);
+/* iovecs for [off, off+len): returns the count used (<= max) */
+int sr_iw_buf_iov(const struct sr_iw_buf *b, uint64_t off, uint64_t len, struct iovec *iov,
+		  int max);
+/* Address of byte `off` and how many bytes are contiguous from there. */
+uint8_t *sr_iw_buf_at(const struct sr_iw_buf *b, uint64_t off, uint64_t *contig);
+
+/* A Read Request we received and must answer (responder side, IRD). */
+struct sr_iw_rresp {
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	uint32_t len;
+	uint8_t *src;
+	struct sr_mr *mr; /* NULL for zero-length reads */
+};
+
+/* A Read Request we sent (requester side, ORD). wqe is NULL for an RTR zero-length read. */
+struct sr_iw_rreq {
+	struct sr_send_wqe *wqe;
+	struct sr_iw_buf sink;
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	uint32_t len;
+	uint32_t placed;
+};
+
+enum sr_iw_tx_kind {
+	SR_IW_TX_IDLE,
+	SR_IW_TX_WQE,   /* a send WQE: Send, Write or Read Request */
+	SR_IW_TX_RRESP, /* a Read Response */
+	SR_IW_TX_CTRL,  /* RTR or Terminate: header-only FPDU */
+};
+
+struct sr_iw_conn {
+	struct sr_qp *qp;
+	int fd;
+	bool initiator;
+	struct sr_mpa_conn mpa;
+	struct sr_conn_cb cb;
+	struct sr_engine_handler h;
+
+	pthread_mutex_t tx_lock;     /* everything under "tx" below */
+	/* tx */
+	bool tx_hold;                /* responder: nothing before the first FPDU arrives */
+	bool tx_want_out;            /* EPOLLOUT armed */
+	bool tx_rtr_pending;         /* initiator: RTR still to send */
+	bool tx_term_pending;        /* Terminate queued; nothing else follows it */
+	bool tx_fin_pending;         /* orderly close asked: FIN once the SQ is drained */
+	bool tx_fin_sent;
+	bool tx_dead;                /* socket closed or failed */
+	bool tx_term_sent;           /* we ended the stream with a Terminate: not an orderly close */
+	uint32_t mulpdu;
+	uint32_t mss_age;
+	uint32_t send_msn, rreq_msn; /* last used, per queue (first is 1) */
+	/* the FPDU being written */
+	uint8_t fp_hdr[SR_FPDU_HDR_MAX + SR_DDP_UNTAGGED_HDR_LEN + SR_RDMAP_RREQ_HDR_LEN + 8];
+	uint8_t fp_trl[SR_FPDU_TRAILER_MAX];
+	struct iovec fp_iov[SR_MAX_SGE + 2];
+	int fp_iovcnt, fp_iovpos;
+	bool fp_busy;
+	/* the message being cut into FPDUs */
+	enum sr_iw_tx_kind kind;
+	struct sr_send_wqe *wqe;
+	struct sr_iw_buf src;
+	struct sr_ddp_segmenter seg;
+	bool seg_last_sent;
+	struct sr_iw_rresp cur_resp;
+	/* Read Responses owed (ring of IRD entries) */
+	struct sr_iw_rresp resp[SR_MAX_QP_RD_ATOM];
+	uint32_t resp_head, resp_count;
+	/* Read Requests outstanding (ring of ORD entries); rx consumes, tx produces */
+	struct sr_iw_rreq rreq[SR_MAX_QP_RD_ATOM];
+	uint32_t rreq_head, rreq_count;
+	/* Terminate to send */
+	uint8_t term_buf[SR_TERM_FPDU_MAX];
+	int term_len;
+
+	/* rx (engine thread only) */
+	struct sr_fpdu_rx rx;
+	bool rx_first_seen;
+	struct sr_recv_wqe *rx_rwqe;  /* receive being filled by the current Send message */
+	struct sr_iw_buf rx_rbuf;
+	uint8_t *rx_dst;              /* placement base of the current segment */
+	struct sr_iw_rreq *rx_read;   /* Read Request the current Read Response answers */
+	struct sr_mr *rx_wmr;         /* MR of the Write segment being placed: kept apart from
+				       * rx_rbuf, which a Send message may still be filling */
+	bool rx_discard;              /* zero-length RTR segment: nothing to place */
+
+	bool closed;                  /* cb.closed has been called */
+	int close_err;
+	bool disconnecting;
+	bool aborted;                 /* xops->abort: the close that follows is not orderly
+				       * (under sr_iw_fd_lock, abort may run on any thread) */
+	bool detaching;               /* the QP is being destroyed or reset */
+	bool closing;                 /* sr_iw_conn_close() running (under sr_iw_fd_lock) */
+	bool free_on_close;           /* detached from inside cb.closed: close frees c */
+};
+
+/* iwarp_tx.c */
+void sr_iw_tx_progress(struct sr_iw_conn *c);        /* takes tx_lock */
+void sr_iw_tx_progress_locked(struct sr_iw_conn *c);
+void sr_iw_queue_terminate(struct sr_iw_conn *c, const struct sr_term_info *t);
+
+/* iwarp_rx.c: handle readable socket; returns 0, or <0 when the stream is over */
+int sr_iw_rx(struct sr_iw_conn *c);
+
+/* iwarp_conn.c: the stream is over (err 0 = orderly). Engine thread or detach only. */
+void sr_iw_conn_close(struct sr_iw_conn *c, int err);
+/* Arm or disarm interest in writability (tx_lock held). */
+void sr_iw_want_out(struct sr_iw_conn *c, bool on);
+
+#endif

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Life cycle of an iWARP stream on a QP: attach after the MPA exchange, orderly disconnect,
+ * abort, close, detach. Also the private ops librdmacm calls through the context.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/sr_log.h"
+#include "transport/iwarp.h"
+
+/*
+ * fd validity: the fd is closed on the engine thread (sr_iw_conn_close) or at detach, while
+ * abort may come from any thread, even one holding tx_lock. fd_lock guards only that.
+ */
+static pthread_mutex_t sr_iw_fd_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * A close on the engine thread unregisters the handler itself, so a later sr_engine_del()
+ * in detach no longer waits for that callback. detach waits on this (with sr_iw_fd_lock)
+ * until c->closing drops instead.
+ */
+static pthread_cond_t sr_iw_close_cv = PTHREAD_COND_INITIALIZER;
+
+static void sr_iw_conn_free(struct sr_iw_conn *c)
+{
+	pthread_mutex_destroy(&c->tx_lock);
+	free(c);
+}
+
+void sr_iw_want_out(struct sr_iw_conn *c, bool on)
+{
+	if (c->tx_want_out == on || c->fd < 0 || !c->h.registered)
+		return;
+	c->tx_want_out = on;
+	sr_engine_mod(&c->h, EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0));
+}
+
+static void sr_iw_release_pending(struct sr_iw_conn *c)
+{
+	/* References held for messages that will now never finish. */
+	pthread_mutex_lock(&c->tx_lock);
+	if (c->kind == SR_IW_TX_WQE)
+		sr_iw_buf_release(&c->src);
+	/* A Read Response being sent is still at the head of the ring: put below. */
+	c->kind = SR_IW_TX_IDLE;
+	c->wqe = NULL; /* the flush completes it */
+	while (c->resp_count) {
+		if (c->resp[c->resp_head].mr)
+			sr_mr_put(c->resp[c->resp_head].mr);
+		c->resp_head = (c->resp_head + 1) % SR_MAX_QP_RD_ATOM;
+		c->resp_count--;
+	}
+	while (c->rreq_count) {
+		sr_iw_buf_release(&c->rreq[c->rreq_head].sink);
+		c->rreq_head = (c->rreq_head + 1) % SR_MAX_QP_RD_ATOM;
+		c->rreq_count--;
+	}
+	c->tx_dead = true;
+	c->fp_busy = false;
+	pthread_mutex_unlock(&c->tx_lock);
+	if (c->rx_rwqe) {
+		/* A receive half filled: flushed like the rest, or just dropped when the QP is
+		 * going away (detach). */
+		sr_iw_buf_release(&c->rx_rbuf);
+		if (c->detaching)
+			sr_rq_release(c->rx_rwqe);
+		else
+			sr_rq_complete(c->qp, c->rx_rwqe, IBV_WC_WR_FLUSH_ERR, 0, 0, 0, false);
+		c->rx_rwqe = NULL;
+	}
+	if (c->rx_wmr) {
+		sr_mr_put(c->rx_wmr); /* a Write segment in progress */
+		c->rx_wmr = NULL;
+	}
+}
+
+void sr_iw_conn_close(struct sr_iw_conn *c, int err)
+{
+	struct sr_conn_cb cb;
+	bool disconnecting, free_it;
+
+	if (c->closed)
+		return;
+	c->closed = true;
+	c->close_err = err;
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	c->closing = true; /* before sr_engine_del: detach must see it once that returns */
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+	/*
+	 * Stop the transmit side before the engine registration and the fd go away: a thread
+	 * in sr_iw_tx_progress() then sees tx_dead and touches neither (sr_iw_want_out reads
+	 * both without any lock of theirs).
+	 */
+	pthread_mutex_lock(&c->tx_lock);
+	c->tx_dead = true;
+	c->fp_busy = false;
+	c->tx_want_out = false;
+	disconnecting = c->disconnecting;
+	pthread_mutex_unlock(&c->tx_lock);
+	sr_engine_del(&c->h);
+	sr_iw_release_pending(c);
+	/* A plain close: a Terminate we queued must still reach the peer. */
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	if (c->fd >= 0) {
+		close(c->fd);
+		c->fd = -1;
+	}
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+	sr_dbg("qp %u: stream closed (%d)", c->qp->ibqp.qp_num, err);
+	/* Flush before telling the CM, so DISCONNECTED follows the flush completions. */
+	if (!c->detaching)
+		sr_qp_to_error(c->qp, err != 0 && !disconnecting);
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	cb = c->cb;
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+	if (cb.closed)
+		cb.closed(cb.arg, err);
+	/* The callback may have destroyed the QP (detach then left c for us to free). */
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	c->closing = false;
+	free_it = c->free_on_close;
+	pthread_cond_broadcast(&sr_iw_close_cv);
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+	if (free_it)
+		sr_iw_conn_free(c);
+}
+
+static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
+{
+	struct sr_iw_conn *c = sr_container_of(h, struct sr_iw_conn, h);
+	int r = 0;
+
+	if (events & EPOLLOUT)
+		sr_iw_tx_progress(c);
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+		r = sr_iw_rx(c);
+		if (r == 1) {
+			bool orderly;
+
+			/* The peer closed its side: close ours once our queued data is out. */
+			pthread_mutex_lock(&c->tx_lock);
+			if (!c->tx_fin_sent) {
+				c->tx_fin_sent = true;
+				shutdown(c->fd, SHUT_WR);
+			}
+			orderly = !c->tx_term_sent;
+			pthread_mutex_unlock(&c->tx_lock);
+			/* The EOF that follows our own abort or Terminate is no orderly close. */
+			pthread_mutex_lock(&sr_iw_fd_lock);
+			orderly = orderly && !c->aborted;
+			pthread_mutex_unlock(&sr_iw_fd_lock);
+			sr_iw_conn_close(c, orderly ? 0 : -ECONNABORTED);
+			return;
+		}
+		if (r < 0) {
+			/* -EPROTO: we sent a Terminate; it is in the socket buffer and the plain
+			 * close in sr_iw_conn_close() still delivers it. */
+			sr_iw_conn_close(c, r == -EPROTO ? -ECONNABORTED : r);
+			return;
+		}
+	}
+}
+
+static void sr_iw_sq_kick(struct sr_qp *qp)
+{
+	struct sr_iw_conn *c = qp->xport;
+
+	if (c)
+		sr_iw_tx_progress(c);
+}
+
+/* The application moved the QP to ERR: end the stream now. Safe under tx_lock. */
+static void sr_iw_abort(struct sr_qp *qp)
+{
+	struct sr_iw_conn *c = qp->xport;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	c->aborted = true;
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR); /* the engine sees the end and closes */
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+}
+
+static void sr_iw_detach(struct sr_qp *qp)
+{
+	struct sr_iw_conn *c = qp->xport;
+
+	if (!c)
+		return;
+	/*
+	 * Destroying a QP with a live stream ends it. The engine callback is stopped first
+	 * (sr_engine_del waits for a running one), so only this thread closes. The CM is not
+	 * called back from here: it is the one destroying the QP.
+	 */
+	sr_engine_del(&c->h);
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	if (c->closing && sr_engine_in_thread()) {
+		/* From inside our own closed callback: the close frees c when it returns. */
+		c->free_on_close = true;
+		pthread_mutex_unlock(&sr_iw_fd_lock);
+		qp->xport = NULL;
+		qp->xops = NULL;
+		return;
+	}
+	/* The engine thread may be closing the stream by itself: let it finish first. */
+	while (c->closing)
+		pthread_cond_wait(&sr_iw_close_cv, &sr_iw_fd_lock);
+	c->cb.closed = NULL; /* the CM is the one destroying: no callback from now on */
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+	c->detaching = true;
+	if (!c->closed)
+		sr_iw_conn_close(c, -ECONNABORTED);
+	qp->xport = NULL;
+	qp->xops = NULL;
+	sr_iw_conn_free(c);
+}
+
+static const struct sr_xport_ops sr_iw_xops = {
+	.sq_kick = sr_iw_sq_kick,
+	.abort = sr_iw_abort,
+	.detach = sr_iw_detach,
+};
+
+static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_iwarp_attach_params *p)
+{
+	struct sr_qp *qp = to_sr_qp(ibqp);
+	struct sr_iw_conn *c;
+	int one = 1, fl, err;
+
+	if (qp->xport)
+		return -EBUSY;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->qp = qp;
+	c->fd = p->fd;
+	c->initiator = p->initiator;
+	c->mpa = p->mpa;
+	c->cb = p->cb;
+	pthread_mutex_init(&c->tx_lock, NULL);
+	sr_fpdu_rx_init(&c->rx, p->mpa.crc);
+	/* RFC 6581: with P2P the initiator's RTR is its first FPDU and the responder sends
+	 * nothing before the first FPDU arrives. RFC 5044 asks the same of rev 1 responders. */
+	c->tx_rtr_pending = p->initiator && p->mpa.p2p;
+	c->tx_hold = !p->initiator;
+	fl = fcntl(c->fd, F_GETFL);
+	fcntl(c->fd, F_SETFL, fl | O_NONBLOCK);
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->h.fd = c->fd;
+	c->h.cb = sr_iw_ready;
+	sr_qp_attach_xport(qp, &sr_iw_xops, c);
+	err = sr_engine_add(&c->h, EPOLLIN | EPOLLRDHUP);
+	if (err) {
+		sr_qp_attach_xport(qp, NULL, NULL);
+		sr_iw_conn_free(c);
+		return err;
+	}
+	/* The initiator speaks first: RTR, then whatever the application already posted. */
+	sr_iw_tx_progress(c);
+	return 0;
+}
+
+static void sr_iw_disconnect(struct ibv_qp *ibqp)
+{
+	struct sr_qp *qp = to_sr_qp(ibqp);
+	struct sr_iw_conn *c = qp->xport;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->tx_lock);
+	c->disconnecting = true;
+	c->tx_fin_pending = true;
+	sr_iw_tx_progress_locked(c);
+	pthread_mutex_unlock(&c->tx_lock);
+}
+
+struct ibv_qp *sr_qp_by_num(struct ibv_context *ctx, uint32_t qpn);
+
+const struct sr_priv_ops sr_priv_ops_iwarp = {
+	.iwarp_attach = sr_iw_attach,
+	.iwarp_disconnect = sr_iw_disconnect,
+	.qp_by_num = sr_qp_by_num,
+};

@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Receive: drive the FPDU parser from the socket. Headers go into the parser's small buffer;
+ * payload is received straight into its destination (the MR named by a tagged STag, the
+ * posted receive buffer, or the sink of our Read Request) after the header has been checked
+ * against the STag, bounds, access rights and protection domain. Runs on the engine thread.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/sr_log.h"
+#include "transport/iwarp.h"
+
+/* Per call, so that one busy connection cannot starve the others. */
+#define SR_IW_RX_BUDGET (4u << 20)
+
+static enum sr_iw_err sr_iw_tagged_err(enum sr_access_result r)
+{
+	switch (r) {
+	case SR_ACC_BOUNDS:
+		return SR_IW_ERR_DDP_T_BOUNDS;
+	case SR_ACC_PD:
+		return SR_IW_ERR_DDP_T_NOT_ASSOC;
+	case SR_ACC_RIGHTS:
+		return SR_IW_ERR_RDMAP_ACCESS;
+	default:
+		return SR_IW_ERR_DDP_T_STAG;
+	}
+}
+
+static enum sr_iw_err sr_iw_rdmap_err(enum sr_access_result r)
+{
+	switch (r) {
+	case SR_ACC_BOUNDS:
+		return SR_IW_ERR_RDMAP_BOUNDS;
+	case SR_ACC_PD:
+		return SR_IW_ERR_RDMAP_NOT_ASSOC;
+	case SR_ACC_RIGHTS:
+		return SR_IW_ERR_RDMAP_ACCESS;
+	default:
+		return SR_IW_ERR_RDMAP_STAG;
+	}
+}
+
+/* The header of a segment is in: decide where its payload goes, or refuse it. */
+static int sr_iw_on_hdr(struct sr_iw_conn *c)
+{
+	struct sr_ddp_seg *s = &c->rx.seg;
+	struct sr_mr *mr = NULL;
+	enum sr_access_result r;
+
+	c->rx_dst = NULL;
+	c->rx_discard = false;
+	switch (s->opcode) {
+	case SR_RDMAP_OP_WRITE:
+		if (!s->payload_len) {
+			/* Zero-length Writes (the RTR among them, STag 1) touch no memory. */
+			c->rx_discard = true;
+			return 0;
+		}
+		r = sr_mr_resolve(s->stag, c->qp->pd, s->to, s->payload_len,
+				  IBV_ACCESS_REMOTE_WRITE, &mr, &c->rx_dst);
+		if (r != SR_ACC_OK)
+			return sr_fpdu_rx_fail(&c->rx, sr_iw_tagged_err(r));
+		/* The region cannot go away while we place into it: the reference is held
+		 * until the segment ends (sr_mr_put in sr_iw_on_seg). */
+		c->rx_wmr = mr;
+		return 0;
+	case SR_RDMAP_OP_READ_RESP: {
+		struct sr_iw_rreq *q = NULL;
+		uint64_t off;
+
+		pthread_mutex_lock(&c->tx_lock);
+		if (c->rreq_count)
+			q = &c->rreq[c->rreq_head];
+		pthread_mutex_unlock(&c->tx_lock);
+		if (!q || s->stag != q->sink_stag)
+			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_T_STAG);
+		off = s->to - q->sink_to;
+		if (s->to < q->sink_to || off > q->len || s->payload_len > q->len - off)
+			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_T_BOUNDS);
+		c->rx_read = q;
+		return 0;
+	}
+	case SR_RDMAP_OP_SEND:
+	case SR_RDMAP_OP_SEND_INV:
+	case SR_RDMAP_OP_SEND_SE:
+	case SR_RDMAP_OP_SEND_SE_INV:
+		if (s->mo == 0) {
+			struct sr_recv_wqe *w = sr_rq_take(c->qp);
+
+			if (!w) /* iWARP has no RNR retry: the stream is over */
+				return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_U_MSN_NOBUF);
+			c->rx_rwqe = w;
+			r = sr_iw_buf_init(&c->rx_rbuf, c->qp->pd, w->sge, w->num_sge,
+					   IBV_ACCESS_LOCAL_WRITE);
+			if (r != SR_ACC_OK) {
+				c->rx_rwqe = NULL;
+				sr_rq_complete(c->qp, w, IBV_WC_LOC_PROT_ERR, 0, 0, 0, false);
+				return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_CATA);
+			}
+		}
+		if (!c->rx_rwqe)
+			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_U_MO);
+		if ((uint64_t)s->mo + s->payload_len > c->rx_rbuf.total)
+			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_U_TOO_LONG);
+		return 0;
+	default:
+		return 0; /* Read Request and Terminate carry no payload to place */
+	}
+}
+
+/* Destination of the next payload bytes of the current segment, and how many fit there. */
+static uint8_t *sr_iw_payload_dst(struct sr_iw_conn *c, uint32_t seg_off, uint64_t *contig)
+{
+	struct sr_ddp_seg *s = &c->rx.seg;
+
+	switch (s->opcode) {
+	case SR_RDMAP_OP_WRITE:
+		*contig = s->payload_len - seg_off;
+		return c->rx_dst + seg_off;
+	case SR_RDMAP_OP_READ_RESP:
+		return sr_iw_buf_at(&c->rx_read->sink, s->to - c->rx_read->sink_to + seg_off, contig);
+	default:
+		return sr_iw_buf_at(&c->rx_rbuf, (uint64_t)s->mo + seg_off, contig);
+	}
+}
+
+static enum ibv_wc_status sr_iw_term_status(const struct sr_term_info *t)
+{
+	/* RDMAP/DDP protection errors are the peer refusing our access. */
+	switch (t->cause.layer) {
+	case SR_TERM_LAYER_RDMAP:
+		return t->cause.etype == SR_TERM_RDMAP_ETYPE_PROTECTION ? IBV_WC_REM_ACCESS_ERR :
+								     IBV_WC_REM_OP_ERR;
+	case SR_TERM_LAYER_DDP:
+		return t->cause.etype == SR_TERM_DDP_ETYPE_TAGGED ? IBV_WC_REM_ACCESS_ERR :
+								     IBV_WC_REM_OP_ERR;
+	default:
+		return IBV_WC_REM_OP_ERR;
+	}
+}
+
+/* A whole segment has arrived and its CRC is good: act on it. */
+static int sr_iw_on_seg(struct sr_iw_conn *c)
+{
+	struct sr_ddp_seg *s = &c->rx.seg;
+
+	if (!c->rx_first_seen) {
+		c->rx_first_seen = true;
+		if (c->tx_hold) { /* responder: the initiator spoke first, we may talk now */
+			pthread_mutex_lock(&c->tx_lock);
+			c->tx_hold = false;
+			sr_iw_tx_progress_locked(c);
+			pthread_mutex_unlock(&c->tx_lock);
+		}
+	}
+	switch (s->opcode) {
+	case SR_RDMAP_OP_WRITE:
+		if (c->rx_wmr)
+			sr_mr_put(c->rx_wmr);
+		c->rx_wmr = NULL;
+		return 0;
+	case SR_RDMAP_OP_READ_RESP: {
+		struct sr_iw_rreq *q = c->rx_read;
+		struct sr_send_wqe *w;
+
+		q->placed += s->payload_len;
+		if (!s->last)
+			return 0;
+		if (q->placed != q->len)
+			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_T_BOUNDS);
+		w = q->wqe;
+		sr_iw_buf_release(&q->sink);
+		pthread_mutex_lock(&c->tx_lock);
+		c->rreq_head = (c->rreq_head + 1) % SR_MAX_QP_RD_ATOM;
+		c->rreq_count--;
+		pthread_mutex_unlock(&c->tx_lock);
+		c->rx_read = NULL;
+		if (w)
+			sr_sq_complete(c->qp, w, IBV_WC_SUCCESS);
+		sr_iw_tx_progress(c); /* an ORD slot freed / a fence may lift */
+		return 0;
+	}
+	case SR_RDMAP_OP_SEND:
+	case SR_RDMAP_OP_SEND_INV:
+	case SR_RDMAP_OP_SEND_SE:
+	case SR_RDMAP_OP_SEND_SE_INV: {
+		bool inv = s->opcode == SR_RDMAP_OP_SEND_INV || s->opcode == SR_RDMAP_OP_SEND_SE_INV;
+		bool se = s->opcode == SR_RDMAP_OP_SEND_SE || s->opcode == SR_RDMAP_OP_SEND_SE_INV;
+		struct sr_recv_wqe *w = c->rx_rwqe;
+		uint32_t len = s->mo + s->payload_len;
+
+		if (!s->last)
+			return 0;
+		sr_iw_buf_release(&c->rx_rbuf);
+		c->rx_rwqe = NULL;
+		if (inv) {
+			enum sr_access_result r = sr_mr_invalidate(s->inval_stag, c->qp->pd);
+
+			/* RFC 5040 / siw: "cannot invalidate" is a protection error (EType 1)
+			 * only for a PD mismatch, an operation error (EType 2) otherwise. */
+			if (r != SR_ACC_OK) {
+				sr_rq_complete(c->qp, w, IBV_WC_REM_INV_REQ_ERR, len, 0, 0, se);
+				return sr_fpdu_rx_fail(&c->rx, r == SR_ACC_PD ?
+							       SR_IW_ERR_RDMAP_INV_PROT :
+							       SR_IW_ERR_RDMAP_INV_OP);
+			}
+		}
+		sr_rq_complete(c->qp, w, IBV_WC_SUCCESS, len, inv ? IBV_WC_WITH_INV : 0,
+			       inv ? s->inval_stag : 0, se);
+		return 0;
+	}
+	case SR_RDMAP_OP_READ_REQ: {
+		struct sr_iw_rresp resp = {
+			.sink_stag = s->rreq.sink_stag,
+			.sink_to = s->rreq.sink_to,
+			.len = s->rreq.size,
+		};
+		uint32_t ird = c->mpa.ird ? c->mpa.ird : 1;
+
+		if (resp.len) {
+			enum sr_access_result r = sr_mr_resolve(s->rreq.src_stag, c->qp->pd,
+								s->rreq.src_to, resp.len,
+								IBV_ACCESS_REMOTE_READ, &resp.mr,
+								&resp.src);
+
+			if (r != SR_ACC_OK)
+				return sr_fpdu_rx_fail(&c->rx, sr_iw_rdmap_err(r));
+		}
+		pthread_mutex_lock(&c->tx_lock);
+		if (c->resp_count >= ird || c->resp_count >= SR_MAX_QP_RD_ATOM) {
+			pthread_mutex_unlock(&c->tx_lock);
+			if (resp.mr)
+				sr_mr_put(resp.mr);
+			/* More Read Requests than our IRD: what siw answers (wire.md 3.5). */
+			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_RDMAP_CATA_STREAM);
+		}
+		c->resp[(c->resp_head + c->resp_count) % SR_MAX_QP_RD_ATOM] = resp;
+		c->resp_count++;
+		sr_iw_tx_progress_locked(c);
+		pthread_mutex_unlock(&c->tx_lock);
+		return 0;
+	}
+	case SR_RDMAP_OP_TERMINATE: {
+		enum ibv_wc_status st = sr_iw_term_status(&s->term);
+
+		sr_dbg("qp %u: peer sent Terminate layer %u etype %u code 0x%x",
+		       c->qp->ibqp.qp_num, s->term.cause.layer, s->term.cause.etype,
+		       s->term.cause.ecode);
+		/*
+		 * The oldest request still in flight carries the peer's verdict. A refused Write
+		 * or Send has usually completed locally already (iWARP completes them once sent),
+		 * so the verdict also goes out as an affiliated async event, as RNICs report it.
+		 */
+		pthread_mutex_lock(&c->tx_lock);
+		c->tx_dead = true;
+		pthread_mutex_unlock(&c->tx_lock);
+		sr_sq_fail_oldest(c->qp, st);
+		sr_async_post_obj(c->qp->ibqp.context,
+				  st == IBV_WC_REM_ACCESS_ERR ? IBV_EVENT_QP_ACCESS_ERR :
+								IBV_EVENT_QP_FATAL,
+				  &c->qp->ibqp, &c->qp->async_events);
+		return -ECONNRESET;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* Send the Terminate the parser's failure calls for. */
+static void sr_iw_rx_terminate(struct sr_iw_conn *c)
+{
+	struct sr_term_info t;
+
+	sr_fpdu_rx_term(&c->rx, &t);
+	sr_dbg("qp %u: stream error %s: sending Terminate", c->qp->ibqp.qp_num,
+	       sr_iw_err_str(c->rx.err));
+	sr_iw_queue_terminate(c, &t);
+}
+
+int sr_iw_rx(struct sr_iw_conn *c)
+{
+	size_t budget = SR_IW_RX_BUDGET;
+
+	while (budget) {
+		struct sr_fpdu_rx_need need;
+		uint8_t *dst = NULL;
+		ssize_t n;
+		int r;
+
+		sr_fpdu_rx_need(&c->rx, &need);
+		if (need.stage == SR_FPDU_RX_FAILED) {
+			sr_iw_rx_terminate(c);
+			return -EPROTO;
+		}
+		if (need.stage == SR_FPDU_RX_PAYLOAD) {
+			uint64_t contig = 0;
+
+			dst = sr_iw_payload_dst(c, need.seg_off, &contig);
+			if (!dst || !contig) { /* cannot happen after the header checks */
+				sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_CATA);
+				continue;
+			}
+			if (need.len > contig)
+				need.len = contig;
+			n = recv(c->fd, dst, need.len, MSG_DONTWAIT);
+		} else {
+			n = recv(c->fd, need.buf, need.len, MSG_DONTWAIT);
+		}
+		if (n == 0) {
+			/* EOF between FPDUs is an orderly close; inside one it is not. */
+			if (need.stage == SR_FPDU_RX_HDR && c->rx.hdr_have == 0)
+				return 1;
+			/* The peer only half-closed, maybe: tell it why the stream dies. */
+			sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_MPA_TCP_LOST);
+			sr_iw_rx_terminate(c);
+			return -ECONNRESET;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return -errno;
+		}
+		budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
+		r = sr_fpdu_rx_advance(&c->rx, (size_t)n, dst);
+		if (r == SR_FPDU_RX_HDR_DONE)
+			r = sr_iw_on_hdr(c);
+		else if (r == SR_FPDU_RX_SEG_DONE)
+			r = sr_iw_on_seg(c);
+		if (r == -ECONNRESET)
+			return r; /* the peer terminated */
+		/* other failures leave the parser FAILED: the next turn sends our Terminate */
+	}
+	return 0;
+}

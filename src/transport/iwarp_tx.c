@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Transmit: cut Sends, RDMA Writes, Read Requests and Read Responses into FPDUs no larger
+ * than the socket's current MSS allows, and write each FPDU with one sendmsg() whose iovecs
+ * point at the header, the registered memory and the trailer. Non-blocking: when the socket
+ * is full the engine resumes on EPOLLOUT.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/sr_log.h"
+#include "iwarp/crc32c.h"
+#include "transport/iwarp.h"
+
+/* Work done per call before yielding, so one connection cannot starve the others. */
+#define SR_IW_TX_BUDGET 256
+
+static void sr_iw_refresh_mss(struct sr_iw_conn *c)
+{
+	int mss = 0;
+	socklen_t len = sizeof(mss);
+
+	if (c->mulpdu && ++c->mss_age < 64)
+		return;
+	c->mss_age = 0;
+	if (getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 || mss <= 0)
+		mss = 536; /* RFC 879 default: always safe */
+	c->mulpdu = sr_mpa_mulpdu((uint32_t)mss);
+}
+
+/* Finish an FPDU: header in fp_hdr[0..hlen), `nio` payload iovecs already at fp_iov[1..]. */
+static void sr_iw_fpdu_seal(struct sr_iw_conn *c, size_t hlen, int nio, size_t plen)
+{
+	size_t tlen;
+	uint32_t crc = 0;
+
+	c->fp_iov[0].iov_base = c->fp_hdr;
+	c->fp_iov[0].iov_len = hlen;
+	if (c->mpa.crc) {
+		crc = sr_crc32c(0, c->fp_hdr, hlen);
+		for (int i = 1; i <= nio; i++)
+			crc = sr_crc32c(crc, c->fp_iov[i].iov_base, c->fp_iov[i].iov_len);
+	}
+	tlen = sr_fpdu_put_trailer(c->fp_trl, hlen - SR_MPA_LEN_SIZE + plen, crc, c->mpa.crc);
+	c->fp_iov[nio + 1].iov_base = c->fp_trl;
+	c->fp_iov[nio + 1].iov_len = tlen;
+	c->fp_iovcnt = nio + 2;
+	c->fp_iovpos = 0;
+	c->fp_busy = true;
+}
+
+/* Write what the socket takes of the current FPDU. 1: done, 0: would block, <0: error. */
+static int sr_iw_fpdu_write(struct sr_iw_conn *c)
+{
+	while (c->fp_iovpos < c->fp_iovcnt) {
+		struct msghdr m = {
+			.msg_iov = &c->fp_iov[c->fp_iovpos],
+			.msg_iovlen = (size_t)(c->fp_iovcnt - c->fp_iovpos),
+		};
+		ssize_t n = sendmsg(c->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return -errno;
+		}
+		while (n > 0 && c->fp_iovpos < c->fp_iovcnt) {
+			struct iovec *v = &c->fp_iov[c->fp_iovpos];
+
+			if ((size_t)n >= v->iov_len) {
+				n -= (ssize_t)v->iov_len;
+				c->fp_iovpos++;
+			} else {
+				v->iov_base = (uint8_t *)v->iov_base + n;
+				v->iov_len -= (size_t)n;
+				n = 0;
+			}
+		}
+		/* skip empty iovecs (zero-length payload pieces) */
+		while (c->fp_iovpos < c->fp_iovcnt && !c->fp_iov[c->fp_iovpos].iov_len)
+			c->fp_iovpos++;
+	}
+	c->fp_busy = false;
+	return 1;
+}
+
+static unsigned int sr_iw_send_opcode(const struct sr_send_wqe *w)
+{
+	bool se = w->flags & IBV_SEND_SOLICITED;
+
+	if (w->opcode == IBV_WR_SEND_WITH_INV)
+		return se ? SR_RDMAP_OP_SEND_SE_INV : SR_RDMAP_OP_SEND_INV;
+	return se ? SR_RDMAP_OP_SEND_SE : SR_RDMAP_OP_SEND;
+}
+
+/* Next FPDU of the Send/Write/Read Response in progress. */
+static void sr_iw_build_data_fpdu(struct sr_iw_conn *c)
+{
+	struct sr_ddp_chunk ch;
+	ssize_t hlen;
+	int nio;
+
+	sr_ddp_segmenter_next(&c->seg, &ch);
+	if (c->kind == SR_IW_TX_RRESP) {
+		hlen = sr_fpdu_put_tagged(c->fp_hdr, sizeof(c->fp_hdr), SR_RDMAP_OP_READ_RESP,
+					  ch.last, c->cur_resp.sink_stag,
+					  c->cur_resp.sink_to + ch.off, ch.len);
+	} else if (c->wqe->opcode == IBV_WR_RDMA_WRITE) {
+		hlen = sr_fpdu_put_tagged(c->fp_hdr, sizeof(c->fp_hdr), SR_RDMAP_OP_WRITE,
+					  ch.last, c->wqe->rkey, c->wqe->remote_addr + ch.off,
+					  ch.len);
+	} else {
+		hlen = sr_fpdu_put_untagged(c->fp_hdr, sizeof(c->fp_hdr), sr_iw_send_opcode(c->wqe),
+					    ch.last, c->send_msn, ch.off,
+					    c->wqe->opcode == IBV_WR_SEND_WITH_INV ?
+						    c->wqe->invalidate_rkey : 0,
+					    ch.len);
+	}
+	nio = sr_iw_buf_iov(&c->src, ch.off, ch.len, &c->fp_iov[1], SR_MAX_SGE);
+	sr_iw_fpdu_seal(c, (size_t)hlen, nio, ch.len);
+	c->seg_last_sent = ch.last;
+}
+
+/* tx_lock held: queue a Terminate; it goes before anything else not yet started. */
+static void sr_iw_term_locked(struct sr_iw_conn *c, const struct sr_term_info *t)
+{
+	ssize_t n;
+
+	if (c->tx_dead || c->tx_term_pending)
+		return;
+	n = sr_term_build(c->term_buf, sizeof(c->term_buf), t, 1, c->mpa.crc);
+	if (n <= 0)
+		return;
+	c->term_len = (int)n;
+	c->tx_term_pending = true;
+	c->tx_hold = false;
+}
+
+static void sr_iw_wqe_fail(struct sr_iw_conn *c, enum ibv_wc_status st)
+{
+	struct sr_send_wqe *w = c->wqe;
+	struct sr_term_info t;
+
+	c->wqe = NULL;
+	c->kind = SR_IW_TX_IDLE;
+	pthread_mutex_unlock(&c->tx_lock);
+	sr_sq_complete(c->qp, w, st);
+	pthread_mutex_lock(&c->tx_lock);
+	/*
+	 * The QP is in ERR now (sr_sq_complete) but nobody else ends the stream: the verbs side
+	 * aborts only for WQEs that failed at post time. Tell the peer, as siw does for a local
+	 * error, and let the FIN after the Terminate close the connection.
+	 */
+	sr_term_info_init(&t, SR_IW_ERR_RDMAP_UNSPEC, NULL, 0, 0);
+	sr_iw_term_locked(c, &t);
+}
+
+/*
+ * Start the WQE in c->wqe. Returns false when it must wait (ORD full, or FENCE with Reads
+ * outstanding); it then stays in c->wqe until a Read Response frees a slot.
+ */
+static bool sr_iw_start_wqe(struct sr_iw_conn *c)
+{
+	struct sr_send_wqe *w = c->wqe;
+	enum sr_access_result r;
+
+	sr_dbg("qp %u: wr %llu opcode %d starts", c->qp->ibqp.qp_num,
+	       (unsigned long long)w->wr_id, w->opcode);
+	if (w->opcode == IBV_WR_RDMA_READ) {
+		struct sr_iw_rreq *q;
+		struct sr_rdmap_rreq rr;
+		uint32_t ord = c->mpa.ord ? c->mpa.ord : 1;
+
+		if (c->rreq_count >= ord || c->rreq_count >= SR_MAX_QP_RD_ATOM)
+			return false;
+		if ((w->flags & IBV_SEND_FENCE) && c->rreq_count)
+			return false;
+		q = &c->rreq[(c->rreq_head + c->rreq_count) % SR_MAX_QP_RD_ATOM];
+		r = sr_iw_buf_init(&q->sink, c->qp->pd, w->sge, w->num_sge, IBV_ACCESS_LOCAL_WRITE);
+		if (r != SR_ACC_OK) {
+			sr_iw_wqe_fail(c, IBV_WC_LOC_PROT_ERR);
+			return true;
+		}
+		q->wqe = w;
+		q->len = (uint32_t)w->length;
+		q->placed = 0;
+		/* The sink is named by the first SGE; responses are matched in order and scattered
+		 * over all SGEs of the WQE by offset. */
+		q->sink_stag = w->num_sge ? w->sge[0].lkey : 0;
+		q->sink_to = w->num_sge ? w->sge[0].addr : 0;
+		c->rreq_count++;
+		rr.sink_stag = q->sink_stag;
+		rr.sink_to = q->sink_to;
+		rr.size = q->len;
+		rr.src_stag = w->rkey;
+		rr.src_to = w->remote_addr;
+		sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_rreq(c->fp_hdr, sizeof(c->fp_hdr),
+							    ++c->rreq_msn, &rr), 0, 0);
+		c->wqe = NULL; /* completes when its response has been placed */
+		c->kind = SR_IW_TX_IDLE;
+		return true;
+	}
+	if ((w->flags & IBV_SEND_FENCE) && c->rreq_count)
+		return false;
+	if (w->is_inline) {
+		sr_iw_buf_inline(&c->src, w->inline_data, w->length);
+	} else {
+		r = sr_iw_buf_init(&c->src, c->qp->pd, w->sge, w->num_sge, 0);
+		if (r != SR_ACC_OK) {
+			sr_iw_wqe_fail(c, IBV_WC_LOC_PROT_ERR);
+			return true;
+		}
+	}
+	if (w->opcode != IBV_WR_RDMA_WRITE)
+		c->send_msn++;
+	sr_iw_refresh_mss(c);
+	sr_ddp_segmenter_init(&c->seg, (uint32_t)w->length, c->mulpdu,
+			      w->opcode == IBV_WR_RDMA_WRITE ? SR_DDP_TAGGED_HDR_LEN :
+							      SR_DDP_UNTAGGED_HDR_LEN);
+	c->kind = SR_IW_TX_WQE;
+	sr_iw_build_data_fpdu(c);
+	return true;
+}
+
+/* The FPDU just written was the last of its message. */
+static void sr_iw_message_done(struct sr_iw_conn *c)
+{
+	if (c->kind == SR_IW_TX_RRESP) {
+		if (c->cur_resp.mr)
+			sr_mr_put(c->cur_resp.mr);
+		c->resp_head = (c->resp_head + 1) % SR_MAX_QP_RD_ATOM;
+		c->resp_count--;
+		c->kind = SR_IW_TX_IDLE;
+	} else if (c->kind == SR_IW_TX_WQE) {
+		struct sr_send_wqe *w = c->wqe;
+
+		sr_dbg("qp %u: wr %llu sent", c->qp->ibqp.qp_num, (unsigned long long)w->wr_id);
+		sr_iw_buf_release(&c->src);
+		c->wqe = NULL;
+		c->kind = SR_IW_TX_IDLE;
+		pthread_mutex_unlock(&c->tx_lock);
+		sr_sq_complete(c->qp, w, IBV_WC_SUCCESS);
+		pthread_mutex_lock(&c->tx_lock);
+	}
+}
+
+/* Pick and build the next FPDU. Returns false when there is nothing to send now. */
+static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
+{
+	if (c->tx_term_pending) {
+		memcpy(c->fp_hdr, c->term_buf, (size_t)c->term_len);
+		c->fp_iov[0].iov_base = c->fp_hdr;
+		c->fp_iov[0].iov_len = (size_t)c->term_len;
+		c->fp_iovcnt = 1;
+		c->fp_iovpos = 0;
+		c->fp_busy = true;
+		c->tx_term_pending = false;
+		c->tx_term_sent = true;
+		c->tx_dead = true; /* a Terminate is the last FPDU of a stream */
+		return true;
+	}
+	if (c->tx_rtr_pending) {
+		c->tx_rtr_pending = false;
+		if (c->mpa.rtr == SR_MPA_RTR_READ) {
+			struct sr_iw_rreq *q = &c->rreq[(c->rreq_head + c->rreq_count) %
+							SR_MAX_QP_RD_ATOM];
+			struct sr_rdmap_rreq rr = { .src_stag = 1 }; /* wire.md §1.3 */
+
+			memset(q, 0, sizeof(*q));
+			c->rreq_count++;
+			sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_rreq(c->fp_hdr, sizeof(c->fp_hdr),
+								    ++c->rreq_msn, &rr), 0, 0);
+		} else if (c->mpa.rtr == SR_MPA_RTR_SEND) {
+			sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_untagged(c->fp_hdr, sizeof(c->fp_hdr),
+									SR_RDMAP_OP_SEND, true,
+									++c->send_msn, 0, 0, 0),
+					0, 0);
+		} else {
+			/* zero-length Write with STag 1: "some HW treats STag 0 specially" */
+			sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_tagged(c->fp_hdr, sizeof(c->fp_hdr),
+								      SR_RDMAP_OP_WRITE, true, 1, 0, 0),
+					0, 0);
+		}
+		return true;
+	}
+	if (c->kind == SR_IW_TX_RRESP || c->kind == SR_IW_TX_WQE) {
+		sr_iw_build_data_fpdu(c);
+		return true;
+	}
+	/* Read Responses first: the peer is waiting on them. */
+	if (c->resp_count) {
+		/*
+		 * The request keeps its IRD slot (and the ring keeps the MR reference) until the
+		 * last FPDU of the response is out: the peer counts it against its ORD until then,
+		 * so freeing it earlier would let an ORD-violating peer go unnoticed.
+		 */
+		c->cur_resp = c->resp[c->resp_head];
+		sr_iw_refresh_mss(c);
+		sr_ddp_segmenter_init(&c->seg, c->cur_resp.len, c->mulpdu, SR_DDP_TAGGED_HDR_LEN);
+		c->kind = SR_IW_TX_RRESP;
+		c->src.n = 0;
+		if (c->cur_resp.len)
+			sr_iw_buf_inline(&c->src, c->cur_resp.src, c->cur_resp.len);
+		sr_iw_build_data_fpdu(c);
+		return true;
+	}
+	for (;;) {
+		if (!c->wqe)
+			c->wqe = sr_sq_next(c->qp);
+		if (!c->wqe)
+			break;
+		if (!sr_iw_start_wqe(c))
+			return false; /* waits for a Read Response */
+		if (c->fp_busy)
+			return true;
+		/* the WQE failed locally and completed: its Terminate ends the stream */
+		if (c->tx_term_pending)
+			return sr_iw_next_fpdu(c);
+	}
+	if (c->tx_fin_pending && !c->tx_fin_sent && !c->rreq_count) {
+		c->tx_fin_sent = true;
+		shutdown(c->fd, SHUT_WR);
+	}
+	return false;
+}
+
+void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
+{
+	for (int budget = SR_IW_TX_BUDGET; budget > 0; budget--) {
+		int r;
+
+		if (!c->fp_busy) {
+			/* A responder still waiting for the first FPDU may not send one, but it
+			 * may close: its SQ is flushed anyway once the stream is over. */
+			if (c->tx_hold && c->tx_fin_pending && !c->tx_fin_sent && !c->tx_dead) {
+				c->tx_fin_sent = true;
+				shutdown(c->fd, SHUT_WR);
+			}
+			if (c->tx_dead || c->tx_hold || !sr_iw_next_fpdu(c)) {
+				sr_iw_want_out(c, false);
+				return;
+			}
+		}
+		r = sr_iw_fpdu_write(c);
+		if (r == 0) {
+			sr_iw_want_out(c, true);
+			return;
+		}
+		if (r < 0) {
+			/* The receive side sees the same socket error and closes the stream. */
+			sr_dbg("qp %u: send: %s", c->qp->ibqp.qp_num, strerror(-r));
+			c->tx_dead = true;
+			c->fp_busy = false;
+			return;
+		}
+		if (c->tx_term_sent && !c->tx_fin_sent) {
+			/* The Terminate is out and is the last FPDU: the FIN follows it. */
+			c->tx_fin_sent = true;
+			shutdown(c->fd, SHUT_WR);
+			continue;
+		}
+		if (c->seg_last_sent && c->kind != SR_IW_TX_IDLE) {
+			c->seg_last_sent = false;
+			sr_iw_message_done(c);
+		}
+	}
+	/* Budget spent: come back through the engine. */
+	sr_iw_want_out(c, true);
+}
+
+void sr_iw_tx_progress(struct sr_iw_conn *c)
+{
+	pthread_mutex_lock(&c->tx_lock);
+	sr_iw_tx_progress_locked(c);
+	pthread_mutex_unlock(&c->tx_lock);
+}
+
+void sr_iw_queue_terminate(struct sr_iw_conn *c, const struct sr_term_info *t)
+{
+	pthread_mutex_lock(&c->tx_lock);
+	sr_iw_term_locked(c, t);
+	/* An FPDU already being written is finished first; the Terminate follows it. */
+	sr_iw_tx_progress_locked(c);
+	pthread_mutex_unlock(&c->tx_lock);
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Completion channels. ch.fd is an eventfd in semaphore mode with one count per queued CQ
+ * event, so it is pollable, honours O_NONBLOCK set by the application, and a blocking read is
+ * exactly "wait for the next event". The queue itself is a list of CQs with pending events
+ * (struct sr_cq_event, embedded in each CQ).
+ *
+ * Destroying a CQ withdraws its queued events but cannot take back their eventfd counts
+ * without racing a reader blocked in read(); ibv_get_cq_event skips such stale counts.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "common/sr_log.h"
+#include "verbs/sr_obj.h"
+
+SR_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct sr_comp_channel *chan;
+
+	if (!context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	chan = calloc(1, sizeof(*chan));
+	if (!chan) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	chan->ch.fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+	if (chan->ch.fd < 0) {
+		int err = errno;
+
+		free(chan);
+		errno = err;
+		return NULL;
+	}
+	chan->ch.context = context;
+	pthread_mutex_init(&chan->lock, NULL);
+	sr_list_init(&chan->events);
+	return &chan->ch;
+}
+
+SR_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct sr_comp_channel *chan;
+
+	if (!channel)
+		return EINVAL;
+	chan = sr_container_of(channel, struct sr_comp_channel, ch);
+	if (atomic_load(&chan->users) > 0)
+		return EBUSY;
+	close(chan->ch.fd);
+	pthread_mutex_destroy(&chan->lock);
+	free(chan);
+	return 0;
+}
+
+void sr_chan_signal(struct sr_comp_channel *chan, struct sr_cq *cq)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&chan->lock);
+	if (cq->chan_ev.pending++ == 0)
+		sr_list_add_tail(&chan->events, &cq->chan_ev.node);
+	if (write(chan->ch.fd, &one, sizeof(one)) != sizeof(one))
+		sr_err("completion eventfd write: %m");
+	pthread_mutex_unlock(&chan->lock);
+}
+
+void sr_chan_forget(struct sr_comp_channel *chan, struct sr_cq *cq)
+{
+	pthread_mutex_lock(&chan->lock);
+	if (cq->chan_ev.pending) {
+		cq->chan_ev.pending = 0;
+		sr_list_del(&cq->chan_ev.node);
+	}
+	pthread_mutex_unlock(&chan->lock);
+}
+
+SR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+			       void **cq_context)
+{
+	struct sr_comp_channel *chan;
+	struct sr_cq *c;
+	uint64_t cnt;
+
+	if (!channel || !cq || !cq_context) {
+		errno = EINVAL;
+		return -1;
+	}
+	chan = sr_container_of(channel, struct sr_comp_channel, ch);
+	for (;;) {
+		if (read(channel->fd, &cnt, sizeof(cnt)) != sizeof(cnt))
+			return -1; /* errno from read: EAGAIN when O_NONBLOCK, EINTR, ... */
+		pthread_mutex_lock(&chan->lock);
+		if (!sr_list_empty(&chan->events))
+			break;
+		pthread_mutex_unlock(&chan->lock); /* stale count of a destroyed CQ */
+	}
+	c = sr_list_first(&chan->events, struct sr_cq_event, node)->cq;
+	if (--c->chan_ev.pending == 0)
+		sr_list_del(&c->chan_ev.node);
+	/* Counted before the channel lock drops, so ibv_destroy_cq (which withdraws events
+	 * under that lock) always sees this delivery and waits for its ack. */
+	pthread_mutex_lock(&c->ibcq.mutex);
+	c->comp_events++;
+	pthread_mutex_unlock(&c->ibcq.mutex);
+	pthread_mutex_unlock(&chan->lock);
+	*cq = &c->ibcq;
+	*cq_context = c->ibcq.cq_context;
+	return 0;
+}
+
+SR_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	if (!cq || !nevents)
+		return;
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_broadcast(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}

@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Verbs objects of the RC data path (PD, MR, completion channel, CQ, SRQ, QP) and the
+ * contract between them and the transport (src/transport/). The verbs side owns the objects,
+ * their queues and the completion rules; the transport moves bytes and calls back here.
+ *
+ * Locking: each object has its own mutex. Lock order: qp->lock, then srq->lock, then
+ * cq->lock, then channel->lock. Transport callbacks are called WITHOUT any verbs lock held
+ * and may run on the engine thread or in an application thread.
+ */
+#ifndef SR_OBJ_H
+#define SR_OBJ_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/sr_list.h"
+#include "verbs/sr_verbs.h"
+
+/* ---------------------------------------------------------------- PD -- */
+
+struct sr_pd {
+	struct ibv_pd ibpd;
+	atomic_int users; /* MRs, QPs, SRQs using it: dealloc fails with EBUSY while > 0 */
+};
+
+static inline struct sr_pd *to_sr_pd(struct ibv_pd *pd)
+{
+	return sr_container_of(pd, struct sr_pd, ibpd);
+}
+
+/* ---------------------------------------------------------------- MR -- */
+
+/*
+ * lkey == rkey == the STag: (index << 8) | key, never 0 (RFC 5040 STag = index + key).
+ * MRs live in one process-wide table so the transport can resolve an STag from the wire.
+ */
+struct sr_mr {
+	struct ibv_mr ibmr;
+	struct sr_pd *pd;
+	uint8_t *base;       /* process address of byte 0 of the region */
+	uint64_t iova;       /* address the region is known by (== addr unless reg_mr_iova) */
+	uint64_t length;
+	int access;          /* IBV_ACCESS_* */
+	atomic_bool valid;   /* false once invalidated (Send with Invalidate) */
+	atomic_int refs;     /* the table's + transport lookups in flight */
+};
+
+enum sr_access_result {
+	SR_ACC_OK = 0,
+	SR_ACC_BAD_STAG,   /* no such STag, or invalidated */
+	SR_ACC_BOUNDS,     /* [to, to+len) not inside the region (or wraps) */
+	SR_ACC_RIGHTS,     /* the region does not allow this access */
+	SR_ACC_PD,         /* region belongs to another protection domain */
+};
+
+/*
+ * Resolve `len` bytes at `to` (an iova-space address) of STag `stag` for an access that needs
+ * all bits of `need` (IBV_ACCESS_REMOTE_WRITE / _REMOTE_READ for remote peers,
+ * IBV_ACCESS_LOCAL_WRITE for local sinks, 0 for local reads). On SR_ACC_OK *out points at the
+ * first byte and *mr holds a reference: release it with sr_mr_put() when done touching it.
+ * len == 0 is valid for any `to` inside or at the end of the region (zero-length RDMA ops).
+ */
+enum sr_access_result sr_mr_resolve(uint32_t stag, const struct sr_pd *pd, uint64_t to,
+				    uint64_t len, int need, struct sr_mr **mr, uint8_t **out);
+void sr_mr_put(struct sr_mr *mr);
+/* Send with Invalidate: invalidate STag of PD pd. Returns an sr_access_result. */
+enum sr_access_result sr_mr_invalidate(uint32_t stag, const struct sr_pd *pd);
+
+/* ----------------------------------------------------------- channel -- */
+
+struct sr_comp_channel {
+	struct ibv_comp_channel ch;  /* ch.fd: eventfd in semaphore mode, one count per event */
+	pthread_mutex_t lock;
+	struct sr_list events;       /* queued struct sr_cq_event */
+	atomic_int users;            /* CQs: destroy fails with EBUSY while > 0 */
+};
+
+/* ---------------------------------------------------------------- CQ -- */
+
+/*
+ * A CQ's place on its channel's event list (verbs-private). Embedded in the CQ so that
+ * signalling needs no allocation on the engine thread: `pending` events of this CQ are queued
+ * and not yet fetched; the record is on the list while pending > 0. Protected by the
+ * channel's lock.
+ */
+struct sr_cq_event {
+	struct sr_list node;
+	struct sr_cq *cq;
+	uint32_t pending;
+};
+
+struct sr_cq {
+	struct ibv_cq ibcq;          /* ibcq.mutex/cond/comp_events_completed used as upstream */
+	pthread_mutex_t lock;
+	struct ibv_wc *ring;
+	uint32_t size, head, count;  /* ring capacity = ibcq.cqe */
+	int armed;                   /* 0, or 1 + solicited_only */
+	bool overflow;               /* reported once as IBV_EVENT_CQ_ERR */
+	struct sr_comp_channel *chan;
+	atomic_int users;            /* QPs/SRQs: destroy fails with EBUSY while > 0 */
+	uint32_t comp_events;        /* events delivered to the channel (destroy waits for acks) */
+	/* verbs-private */
+	struct sr_cq_event chan_ev;  /* under chan->lock */
+	atomic_int async_events;     /* CQ_ERR events posted, for destroy to wait on acks */
+};
+
+static inline struct sr_cq *to_sr_cq(struct ibv_cq *cq)
+{
+	return sr_container_of(cq, struct sr_cq, ibcq);
+}
+
+/*
+ * Add a completion. Wakes the channel when the CQ is armed (solicited-only arming fires for
+ * solicited completions and for any error completion). On overflow the entry is dropped and
+ * an IBV_EVENT_CQ_ERR async event is posted. Safe from any thread.
+ */
+void sr_cq_push(struct sr_cq *cq, const struct ibv_wc *wc, bool solicited);
+
+/* ------------------------------------------------------- work queues -- */
+
+struct sr_send_wqe {
+	uint64_t wr_id;
+	enum ibv_wr_opcode opcode;   /* SEND, SEND_WITH_INV, RDMA_WRITE, RDMA_READ */
+	unsigned int flags;          /* IBV_SEND_* */
+	uint32_t num_sge;
+	uint64_t length;             /* sum of SGE lengths (or inline length) */
+	uint64_t remote_addr;        /* WRITE/READ */
+	uint32_t rkey;               /* WRITE/READ */
+	uint32_t invalidate_rkey;    /* SEND_WITH_INV */
+	bool is_inline;              /* data copied into inline_data at post time */
+	uint8_t *inline_data;        /* points into the slot, max_inline_data bytes */
+	struct ibv_sge *sge;         /* points into the slot, max_send_sge entries */
+	/* verbs bookkeeping, not for the transport */
+	bool done;
+	enum ibv_wc_status status;
+	bool signaled;
+};
+
+struct sr_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint64_t length;             /* sum of SGE lengths */
+	struct ibv_sge *sge;         /* points into the slot */
+	/* verbs-private, used by the copies sr_rq_take hands out (under owner->lock) */
+	struct sr_list node;         /* in owner->rq_taken until completed or flushed */
+	struct sr_qp *_Atomic owner; /* NULL once flushed, dropped or the QP is destroyed */
+	bool flushed;                /* already completed by a flush: completing it is a no-op */
+};
+
+/* --------------------------------------------------------------- SRQ -- */
+
+struct sr_srq {
+	struct ibv_srq ibsrq;
+	pthread_mutex_t lock;
+	struct sr_pd *pd;
+	uint32_t max_wr, max_sge, limit;
+	/* ring of receive WQEs */
+	void *slots;
+	size_t slot_size;
+	uint32_t head, count;
+	atomic_int users;            /* QPs */
+	/* verbs-private */
+	atomic_int async_events;     /* SRQ_LIMIT_REACHED posted, for destroy to wait on acks */
+};
+
+static inline struct sr_srq *to_sr_srq(struct ibv_srq *srq)
+{
+	return sr_container_of(srq, struct sr_srq, ibsrq);
+}
+
+/* ---------------------------------------------------------------- QP -- */
+
+struct sr_qp;
+
+/* What the verbs side asks of the transport attached to a QP. */
+struct sr_xport_ops {
+	/* New WQEs were posted to the SQ of a QP in RTS. No verbs lock held. */
+	void (*sq_kick)(struct sr_qp *qp);
+	/* The application moved the QP to ERR (or SQE->ERR etc.): stop the stream now. */
+	void (*abort)(struct sr_qp *qp);
+	/* The QP is being destroyed: after return the transport never touches qp again. */
+	void (*detach)(struct sr_qp *qp);
+};
+
+struct sr_qp {
+	struct ibv_qp ibqp;
+	pthread_mutex_t lock;
+	struct sr_pd *pd;
+	struct sr_cq *scq, *rcq;
+	struct sr_srq *srq;          /* NULL: own RQ */
+	struct ibv_qp_cap cap;       /* what we granted */
+	bool sq_sig_all;
+	int access;                  /* qp_access_flags */
+	uint8_t max_rd_atomic;       /* ORD */
+	uint8_t max_dest_rd_atomic;  /* IRD */
+	enum ibv_qp_state state;     /* mirrors ibqp.state */
+	/* SQ ring: posted WQEs in order; [head, head+count) live, the first `started` of them
+	 * handed to the transport */
+	void *sq_slots;
+	size_t sq_slot_size;
+	uint32_t sq_head, sq_count, sq_started;
+	/* RQ ring (unused with an SRQ) */
+	void *rq_slots;
+	size_t rq_slot_size;
+	uint32_t rq_head, rq_count;
+	/* transport attachment (NULL when none) */
+	const struct sr_xport_ops *xops;
+	void *xport;
+	atomic_int async_events;     /* reported, for destroy to wait on acks */
+	/* verbs-private */
+	bool sqd_notify;             /* post IBV_EVENT_SQ_DRAINED once SQD has drained */
+	struct sr_list rq_taken;     /* receive WQEs (own RQ or SRQ) the transport holds */
+	uint32_t qpn_index;          /* slot in the process-wide QP number table */
+};
+
+static inline struct sr_qp *to_sr_qp(struct ibv_qp *qp)
+{
+	return sr_container_of(qp, struct sr_qp, ibqp);
+}
+
+/* --- called by the transport (no verbs locks held by the caller) --- */
+
+/*
+ * Next posted send WQE not yet handed out, or NULL. The WQE stays owned by the QP; the
+ * transport reads it until it calls sr_sq_complete() on it. Only while the QP is in RTS.
+ */
+struct sr_send_wqe *sr_sq_next(struct sr_qp *qp);
+/*
+ * The transport is done with `wqe` (data handed to TCP for SEND/WRITE, response placed for
+ * READ, or an error). Completions are generated in posting order: an earlier READ that is
+ * still waiting holds back later completions. Signaled WQEs (or sq_sig_all, or errors) produce
+ * a CQE with the right opcode and byte_len (byte_len meaningful for READ).
+ * A status other than SUCCESS moves the QP to ERR and flushes the rest.
+ */
+void sr_sq_complete(struct sr_qp *qp, struct sr_send_wqe *wqe, enum ibv_wc_status status);
+/*
+ * Take the next receive WQE (the QP's RQ or its SRQ) for an incoming Send; NULL if none
+ * (iWARP: the stream is then broken). With an SRQ this may fire IBV_EVENT_SRQ_LIMIT_REACHED.
+ * The caller owns the returned copy and must hand it back with sr_rq_complete().
+ */
+struct sr_recv_wqe *sr_rq_take(struct sr_qp *qp);
+void sr_rq_complete(struct sr_qp *qp, struct sr_recv_wqe *wqe, enum ibv_wc_status status,
+		    uint32_t byte_len, unsigned int wc_flags, uint32_t invalidated_rkey,
+		    bool solicited);
+/*
+ * The connection failed or closed: the QP goes to ERR, every outstanding send and receive WQE
+ * completes with IBV_WC_WR_FLUSH_ERR and an IBV_EVENT_QP_FATAL async event is posted when
+ * `fatal`. Idempotent.
+ */
+void sr_qp_to_error(struct sr_qp *qp, bool fatal);
+
+/* --- called by the connection manager through the private ops --- */
+
+/* Attach/detach a transport to a QP (CM: after the MPA exchange). */
+void sr_qp_attach_xport(struct sr_qp *qp, const struct sr_xport_ops *ops, void *xport);
+
+/* ------------------------------------ clarifications of the contract above --
+ *
+ * MR:
+ *  - sr_mr_resolve() with pd == NULL skips the PD check (for callers that have checked it).
+ *    Checks run in the order STag, PD, rights, bounds. An invalidated MR resolves as
+ *    SR_ACC_BAD_STAG for local and remote use alike; nothing re-validates it.
+ *  - A local-read need (0) is always allowed; IBV_ACCESS_LOCAL_WRITE is needed for local sinks.
+ *
+ * Send queue:
+ *  - An inline WQE has is_inline set, num_sge == 0 and the bytes in inline_data[0..length).
+ *  - post_send validates the lkey of every non-inline SGE of non-zero length (0 for
+ *    SEND/WRITE sources, IBV_ACCESS_LOCAL_WRITE for READ sinks). A WQE that fails is queued
+ *    already completed with IBV_WC_LOC_PROT_ERR: sr_sq_next() never hands it out (it returns
+ *    NULL while it is next), and when it reaches the head of the SQ its error completion is
+ *    generated, the QP goes to ERR, the rest is flushed and xops->abort is called. That call
+ *    happens on the thread that got it to the head: the posting thread, or a thread inside
+ *    sr_sq_complete() (after every verbs lock has been dropped).
+ *    Zero-length SGEs are not checked: they move no data, the transport must skip them.
+ *  - sr_sq_complete() on a WQE that is no longer outstanding (already flushed because the QP
+ *    went to ERR or RESET) is ignored.
+ *  - SQD: sr_sq_next() returns NULL (nothing new starts), WQEs already handed out complete as
+ *    usual. IBV_EVENT_SQ_DRAINED is posted when the last one completes, if asked for.
+ *
+ * Receive queue:
+ *  - sr_rq_take() works in RTR, RTS, SQD and SQE (NULL otherwise). The returned copy is heap
+ *    memory: sr_rq_complete() frees it, sr_rq_release() frees it without a completion (for a
+ *    transport that drops WQEs it holds at detach time).
+ *  - sr_rq_complete() with an error status other than IBV_WC_WR_FLUSH_ERR moves the QP to ERR
+ *    and flushes the rest (no abort: the transport reported it).
+ *  - A taken WQE belongs to the QP (also one taken from an SRQ): when the QP goes to ERR it is
+ *    flushed with the others, in order (taken ones first), and the transport's later
+ *    sr_rq_complete() for it only frees the copy. RESET drops it the same way, silently.
+ *
+ * Locks beyond the order at the top: the context's lock (async events) and a CQ's public
+ * ibcq.mutex (event acks) are innermost; nothing is taken while holding them, except that
+ * ibv_get_cq_event takes ibcq.mutex under channel->lock.
+ *
+ * QP state and the transport:
+ *  - sr_qp_to_error() never calls back into the transport. It posts IBV_EVENT_QP_FATAL only when
+ *    it moves the QP into ERR (not when it was there already).
+ *  - xops->detach is also called when the application moves the QP to RESET; afterwards xops
+ *    and xport are NULL (a RESET QP has nothing to transport).
+ *  - A QP with an SRQ entering ERR posts IBV_EVENT_QP_LAST_WQE_REACHED.
+ */
+void sr_rq_release(struct sr_recv_wqe *wqe);
+/*
+ * The peer refused a request (it sent a Terminate): the oldest WQE handed to the transport
+ * and not yet finished completes with `status` (a later sr_sq_complete() on it is ignored),
+ * the QP goes to ERR and the rest is flushed. Returns false when no WQE was in flight (the
+ * refused request had already completed locally, as RDMA Writes and Sends do once sent).
+ * Never calls back into the transport.
+ */
+bool sr_sq_fail_oldest(struct sr_qp *qp, enum ibv_wc_status status);
+
+/* ------------------------------------------------ verbs-private helpers -- */
+
+/*
+ * Object limits (sr_limits.h) are enforced per process: MR STags and QP numbers are
+ * process-wide name spaces anyway, and a process is the unit that owns this soft device.
+ */
+static inline bool sr_count_get(atomic_int *cnt, int max)
+{
+	if (atomic_fetch_add(cnt, 1) >= max) {
+		atomic_fetch_sub(cnt, 1);
+		return false;
+	}
+	return true;
+}
+
+/* async_obj.c: affiliated async events of CQs, QPs and SRQs */
+enum sr_async_kind {
+	SR_ASYNC_NONE,
+	SR_ASYNC_CQ,
+	SR_ASYNC_QP,
+	SR_ASYNC_SRQ,
+};
+enum sr_async_kind sr_async_kind(enum ibv_event_type type);
+/* Post an event about obj (an ibv_cq/ibv_qp/ibv_srq) and count it in *posted. */
+void sr_async_post_obj(struct ibv_context *ctx, enum ibv_event_type type, void *obj,
+		       atomic_int *posted);
+/*
+ * Destroy path: drop the queued, not yet fetched events about obj, then wait (on the
+ * object's public mutex/cond) until every fetched one has been acked.
+ */
+void sr_async_drain_obj(struct ibv_context *ctx, void *obj, atomic_int *posted,
+			pthread_mutex_t *mutex, pthread_cond_t *cond, uint32_t *acked);
+
+/* channel.c: queue one event of cq and count it on the fd (cq->lock held) */
+void sr_chan_signal(struct sr_comp_channel *chan, struct sr_cq *cq);
+/* channel.c: forget the queued, unfetched events of cq (destroy) */
+void sr_chan_forget(struct sr_comp_channel *chan, struct sr_cq *cq);
+
+/* wq.c: queue bookkeeping shared by post.c, qp.c and the transport entry points */
+static inline struct sr_send_wqe *sr_sq_slot(const struct sr_qp *qp, uint32_t i)
+{
+	return (struct sr_send_wqe *)((char *)qp->sq_slots +
+				      (size_t)(i % qp->cap.max_send_wr) * qp->sq_slot_size);
+}
+
+static inline struct sr_recv_wqe *sr_rq_slot(const struct sr_qp *qp, uint32_t i)
+{
+	return (struct sr_recv_wqe *)((char *)qp->rq_slots +
+				      (size_t)(i % qp->cap.max_recv_wr) * qp->rq_slot_size);
+}
+
+static inline struct sr_recv_wqe *sr_srq_slot(const struct sr_srq *srq, uint32_t i)
+{
+	return (struct sr_recv_wqe *)((char *)srq->slots + (size_t)(i % srq->max_wr) *
+				      srq->slot_size);
+}
+
+/* Lay out `n` receive slots for `nsge` SGEs each; returns the slot array or NULL. */
+void *sr_recv_ring_alloc(uint32_t n, uint32_t nsge, size_t *slot_size);
+/* Copy a receive WR into a slot; the caller has validated num_sge. */
+void sr_recv_wqe_fill(struct sr_recv_wqe *w, const struct ibv_recv_wr *wr);
+/*
+ * qp->lock held. Move to ERR (if not there) and flush every outstanding WQE in posting order.
+ * Returns true if the QP was not in ERR before.
+ */
+bool sr_qp_error_locked(struct sr_qp *qp);
+/* qp->lock held: flush whatever is outstanding (QP in ERR). */
+void sr_qp_flush_locked(struct sr_qp *qp);
+/* qp->lock held: forget the receive WQEs the transport holds, completing them as flushed
+ * first if `complete`; the transport's later sr_rq_complete() is then a no-op. */
+void sr_qp_drop_taken_locked(struct sr_qp *qp, bool complete);
+/* qp->lock held: drop every WQE without completions (RESET). */
+void sr_qp_discard_locked(struct sr_qp *qp);
+/*
+ * qp->lock held: complete the in-order prefix of finished send WQEs. Returns true if that
+ * completed an error and so moved the QP to ERR (the caller then calls xops->abort unlocked).
+ */
+bool sr_sq_reap_locked(struct sr_qp *qp);
+/* qp->lock held: post IBV_EVENT_SQ_DRAINED if SQD asked for it and nothing is in flight. */
+void sr_qp_sqd_check_locked(struct sr_qp *qp);
+
+/* post.c */
+int sr_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int sr_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+/* srq.c */
+int sr_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+/* cq.c */
+int sr_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int sr_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+/* qp.c */
+struct ibv_qp *sr_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+
+#endif
