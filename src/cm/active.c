@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The active side: rdma_connect (non-blocking TCP connect, MPA Request, Reply) on the
+ * engine thread, and rdma_establish for ids without a QP.
+ *
+ * Failures map as the kernel's iw_cm does for iWARP: a reset or refused TCP connection and
+ * an MPA reject are REJECTED (-ECONNREFUSED for "nobody listens" and for a reject,
+ * -ECONNRESET when the peer dropped us mid-handshake), a timeout is UNREACHABLE
+ * (-ETIMEDOUT), anything else (malformed Reply, negotiation failure) CONNECT_ERROR.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cm/cm_priv.h"
+#include "common/sr_config.h"
+#include "common/sr_log.h"
+#include "netdev/sr_route.h"
+
+static int sr_cm_mpa_rev(void)
+{
+	return sr_config_long("SOFTRDMA_MPA_REV") == 1 ? SR_MPA_REV1 : SR_MPA_REV2;
+}
+
+static enum rdma_cm_event_type sr_cm_fail_type(int err)
+{
+	switch (err) {
+	case -ECONNREFUSED:
+	case -ECONNRESET:
+		return RDMA_CM_EVENT_REJECTED;
+	case -ETIMEDOUT:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+		return RDMA_CM_EVENT_UNREACHABLE;
+	default:
+		return RDMA_CM_EVENT_CONNECT_ERROR;
+	}
+}
+
+/*
+ * The connection attempt failed (lock held, c live; returns unlocked). The QP, if any,
+ * goes to ERR before the event is visible, as upstream's library does on REJECTED, so its
+ * posted receives are flushed.
+ */
+static void sr_cm_active_fail(struct sr_cm_conn *c, enum rdma_cm_event_type type, int status,
+			      const struct sr_cm_evparam *p)
+{
+	struct sr_cm_id *id = c->id;
+	struct ibv_qp *qp = id->id.qp;
+
+	sr_dbg("id %p: connect failed: %s %d", (void *)id, rdma_event_str(type), status);
+	sr_cm_conn_claim(c);
+	id->state = SR_CM_FAILED;
+	if (!qp || type != RDMA_CM_EVENT_REJECTED) {
+		sr_cm_post(id, type, status, p);
+		pthread_mutex_unlock(&sr_cm_lock);
+		sr_cm_conn_destroy(c);
+		return;
+	}
+	sr_cm_id_hold(id);
+	pthread_mutex_unlock(&sr_cm_lock);
+	sr_cm_conn_destroy(c);
+	sr_cm_qp_to_err(qp);
+	pthread_mutex_lock(&sr_cm_lock);
+	sr_cm_post(id, type, status, p);
+	pthread_mutex_unlock(&sr_cm_lock);
+	sr_cm_id_unhold(id);
+}
+
+static void sr_cm_update_src(struct sr_cm_id *id, int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
+		sr_cm_set_addr(&id->id.route.addr.src_storage, (struct sockaddr *)&ss);
+}
+
+/* The Reply is in c->buf (lock held; returns unlocked). */
+static void sr_cm_active_reply(struct sr_cm_conn *c)
+{
+	struct sr_cm_id *id = c->id;
+	uint8_t pd[SR_CM_PD_MAX];
+	struct sr_mpa_params rep;
+	struct sr_cm_evparam p;
+	struct sr_mpa_conn mpa;
+	const uint8_t *ulp;
+	size_t ulp_len;
+	struct ibv_qp *qp;
+	int err;
+
+	err = sr_cm_conn_check_quiet(c);
+	if (!err)
+		err = sr_cm_conn_parse(c, &rep, &ulp, &ulp_len);
+	if (err) {
+		sr_cm_active_fail(c, RDMA_CM_EVENT_CONNECT_ERROR, err, NULL);
+		return;
+	}
+	/* the event outlives c->buf */
+	ulp_len = SR_MIN(ulp_len, sizeof(pd));
+	if (ulp_len)
+		memcpy(pd, ulp, ulp_len);
+	sr_cm_peer_evparam(id, &rep, pd, ulp_len, &p);
+
+	err = sr_mpa_check_reply(&id->req, &rep, &id->loc, &mpa);
+	if (err == SR_MPA_EREJECTED) {
+		sr_cm_active_fail(c, RDMA_CM_EVENT_REJECTED, -ECONNREFUSED, &p);
+		return;
+	}
+	if (err) {
+		sr_cm_active_fail(c, RDMA_CM_EVENT_CONNECT_ERROR, err, NULL);
+		return;
+	}
+	id->peer = rep;
+	id->have_peer = true;
+	id->mpa = mpa;
+	id->have_mpa = true;
+
+	qp = id->id.qp;
+	if (!qp) {
+		/* rping -q: the application moves its QP and calls rdma_establish() */
+		c->phase = SR_CONN_HELD;
+		sr_cm_conn_quiesce(c);
+		id->state = SR_CM_RESPONDED;
+		sr_cm_post(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, &p);
+		pthread_mutex_unlock(&sr_cm_lock);
+		return;
+	}
+
+	/* With a QP the library finishes the job and reports ESTABLISHED itself. */
+	sr_cm_id_hold(id);
+	pthread_mutex_unlock(&sr_cm_lock);
+	err = sr_cm_qp_to_rts(id, qp);
+	if (err) {
+		pthread_mutex_lock(&sr_cm_lock);
+		if (!c->dead) {
+			sr_cm_conn_claim(c);
+			id->state = SR_CM_FAILED;
+			pthread_mutex_unlock(&sr_cm_lock);
+			sr_cm_conn_destroy(c);
+			sr_cm_qp_to_err(qp);
+			pthread_mutex_lock(&sr_cm_lock);
+			sr_cm_post(id, RDMA_CM_EVENT_CONNECT_ERROR, err, NULL);
+		}
+		pthread_mutex_unlock(&sr_cm_lock);
+	} else {
+		sr_cm_start_stream(id, qp, true, true, &p);
+	}
+	sr_cm_id_unhold(id);
+}
+
+void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events)
+{
+	socklen_t len = sizeof(int);
+	int soerr = 0, r;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	if (c->dead) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return;
+	}
+	switch (c->phase) {
+	case SR_CONN_TCP_CONNECT:
+		if (getsockopt(c->sock.fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+			soerr = errno;
+		if (!soerr && (events & (EPOLLERR | EPOLLHUP)))
+			soerr = ECONNRESET;
+		if (soerr) {
+			/* RST from a port nobody listens on: ECONNREFUSED, REJECTED */
+			sr_cm_active_fail(c, sr_cm_fail_type(-soerr), -soerr, NULL);
+			return;
+		}
+		if (!(events & EPOLLOUT))
+			break;
+		c->phase = SR_CONN_SEND_REQ;
+		/* fall through */
+	case SR_CONN_SEND_REQ:
+		while (c->off < c->len) {
+			ssize_t n = send(c->sock.fd, c->buf + c->off, c->len - c->off,
+					 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+			if (n > 0) {
+				c->off += (size_t)n;
+			} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+				pthread_mutex_unlock(&sr_cm_lock);
+				return;
+			} else if (n < 0 && errno != EINTR) {
+				r = -errno;
+				sr_cm_active_fail(c, sr_cm_fail_type(r == -EPIPE ? -ECONNRESET : r),
+						  r == -EPIPE ? -ECONNRESET : r, NULL);
+				return;
+			}
+		}
+		sr_cm_update_src(c->id, c->sock.fd);
+		/* the Request is out; we send nothing more until the Reply is in */
+		c->phase = SR_CONN_READ_REPLY;
+		c->off = 0;
+		c->len = SR_MPA_RR_HDR_LEN;
+		c->hdr_done = false;
+		r = sr_engine_mod(&c->sock, EPOLLIN | EPOLLRDHUP);
+		if (r) {
+			sr_cm_active_fail(c, RDMA_CM_EVENT_CONNECT_ERROR, r, NULL);
+			return;
+		}
+		break;
+	case SR_CONN_READ_REPLY:
+		r = sr_cm_conn_read_frame(c, true);
+		if (r == 0)
+			break;
+		if (r == -ECONNRESET || r == -EPIPE) {
+			/* the responder dropped us: no listener left, backlog, its timeout */
+			sr_cm_active_fail(c, RDMA_CM_EVENT_REJECTED, -ECONNRESET, NULL);
+			return;
+		}
+		if (r < 0) {
+			sr_cm_active_fail(c, RDMA_CM_EVENT_CONNECT_ERROR, r, NULL);
+			return;
+		}
+		sr_cm_active_reply(c); /* unlocks */
+		return;
+	default:
+		break;
+	}
+	pthread_mutex_unlock(&sr_cm_lock);
+}
+
+void sr_cm_active_timeout(struct sr_cm_conn *c)
+{
+	pthread_mutex_lock(&sr_cm_lock);
+	if (c->dead || c->phase == SR_CONN_HELD) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return;
+	}
+	sr_cm_active_fail(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
+}
+
+SR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	const struct sockaddr *dst;
+	struct sr_cm_conn *c;
+	struct sr_cm_id *s;
+	size_t pd_len = 0;
+	int rev, err, rc;
+	bool sync;
+	ssize_t n;
+
+	if (!id)
+		return sr_cm_fail(EINVAL);
+	s = to_sr_id(id);
+	sync = s->sync; /* after the unlock below an async id may be destroyed any time */
+	dst = &id->route.addr.dst_addr;
+	rev = sr_cm_mpa_rev();
+	if (conn_param && conn_param->private_data)
+		pd_len = conn_param->private_data_len;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	if (s->state != SR_CM_ROUTE_RESOLVED || s->fd < 0 ||
+	    (!id->qp && !conn_param) || pd_len > sr_cm_pd_max(rev == SR_MPA_REV2)) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return sr_cm_fail(EINVAL);
+	}
+	sr_cm_local_params(s, conn_param, &s->loc);
+	if (rev == SR_MPA_REV2) {
+		/* RFC 6581 peer-to-peer: we open the stream with an RTR, Write or Read */
+		s->loc.p2p = true;
+		s->loc.rtr = SR_MPA_RTR_WRITE | SR_MPA_RTR_READ;
+	}
+	sr_mpa_request_params(&s->loc, &s->req);
+	if (rev == SR_MPA_REV1) {
+		s->req.rev = SR_MPA_REV1;
+		s->req.enhanced = false;
+		s->req.p2p = false;
+		s->req.rtr = 0;
+	}
+	c = sr_cm_conn_new(s->fd);
+	if (!c) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return sr_cm_fail(ENOMEM);
+	}
+	n = sr_mpa_build_frame(c->buf, sizeof(c->buf), &s->req,
+			       pd_len ? conn_param->private_data : NULL, pd_len);
+	if (n < 0) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		free(c);
+		return sr_cm_fail(EINVAL);
+	}
+	c->len = (size_t)n;
+	c->id = s;
+	s->qp_num = id->qp ? id->qp->qp_num : (conn_param ? conn_param->qp_num : 0);
+	s->fd = -1; /* the conn owns the socket now */
+	s->conn = c;
+	s->state = SR_CM_CONNECTING;
+
+	rc = connect(c->sock.fd, dst, sr_addr_len(dst));
+	err = rc < 0 && errno != EINPROGRESS ? -errno : 0;
+	if (!err) {
+		c->phase = rc == 0 ? SR_CONN_SEND_REQ : SR_CONN_TCP_CONNECT;
+		err = sr_engine_add(&c->sock, EPOLLOUT);
+		if (!err)
+			err = sr_cm_conn_arm_timer(c, SR_CM_CONNECT_TIMEOUT_MS);
+	}
+	if (err) {
+		/* reported as an event, like a failure discovered later */
+		sr_cm_active_fail(c, sr_cm_fail_type(err), err, NULL); /* unlocks */
+		return sync ? sr_cm_sync_wait(s) : 0;
+	}
+	pthread_mutex_unlock(&sr_cm_lock);
+	return sync ? sr_cm_sync_wait(s) : 0;
+}
+
+SR_EXPORT int rdma_establish(struct rdma_cm_id *id)
+{
+	const struct sr_priv_ops *ops;
+	struct ibv_qp *qp = NULL;
+	struct sr_cm_id *s;
+	uint32_t qpn;
+	int err;
+
+	if (!id || id->qp)
+		return sr_cm_fail(EINVAL);
+	s = to_sr_id(id);
+	pthread_mutex_lock(&sr_cm_lock);
+	if (s->state != SR_CM_RESPONDED || !s->conn) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return sr_cm_fail(EINVAL);
+	}
+	qpn = s->qp_num;
+	sr_cm_id_hold(s);
+	pthread_mutex_unlock(&sr_cm_lock);
+
+	if (qpn) {
+		ops = sr_cm_priv_ops(id->verbs);
+		qp = ops && ops->qp_by_num ? ops->qp_by_num(id->verbs, qpn) : NULL;
+		if (!qp) {
+			sr_cm_id_unhold(s);
+			return sr_cm_fail(EINVAL);
+		}
+	}
+	/* No event on this side: the passive side already reported ESTABLISHED. */
+	err = sr_cm_start_stream(s, qp, true, false, NULL);
+	sr_cm_id_unhold(s);
+	return err ? sr_cm_fail(-err) : 0;
+}

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * librdmacm internals: event channels, ids and their connections.
+ *
+ * Threads. Application threads call the rdma_* API. librdmacm's own engine thread (its
+ * private instance of engine/) runs listening sockets, TCP connects, MPA handshakes, timers
+ * and the streams of QP-less connections. libibverbs' engine thread calls
+ * sr_cm_link_closed() when an attached transport's stream ends.
+ *
+ * Locking. One process-wide mutex, sr_cm_lock, protects every id, channel queue and
+ * connection object here; sr_cm_cond (with it) wakes rdma_destroy_id/rdma_migrate_id waiting
+ * for acks. Never held while calling into libibverbs' QP/transport code (ibv_modify_qp,
+ * priv_ops->*), while blocking in poll(), or across sr_engine_del() from an application
+ * thread (the engine callback being waited for may itself need the lock).
+ *
+ * Connection objects (struct sr_cm_conn) are torn down by whoever "claims" them: setting
+ * conn->dead under the lock. The claimer unlinks the conn from its id/listener in the same
+ * critical section, then (unlocked) deregisters its handlers, closes its fds and frees it.
+ * An engine callback that finds conn->dead set returns without touching anything else.
+ *
+ * Id states (enum sr_cm_state) follow the kernel's rdma_cm/iw_cm:
+ *   IDLE -bind-> BOUND -resolve_addr-> ADDR_RESOLVED -resolve_route-> ROUTE_RESOLVED
+ *   ROUTE_RESOLVED -connect-> CONNECTING -> ESTABLISHED (QP) | RESPONDED (no QP) | FAILED
+ *   RESPONDED -establish-> ESTABLISHED
+ *   IDLE|BOUND -listen-> LISTEN ; request ids start in CONN_RECV -accept-> ESTABLISHED,
+ *   -reject-> FAILED
+ *   ESTABLISHED -disconnect-> DISCONNECTING -closed-> DISCONNECTED (closed also from
+ *   ESTABLISHED when the peer ends the stream, and from rdma_destroy_qp of the attached QP,
+ *   whose transport then ends the stream without calling back)
+ *   any -destroy-> DESTROYING (no more events; waits for acks and in-flight calls)
+ */
+#ifndef SR_CM_PRIV_H
+#define SR_CM_PRIV_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <rdma/rdma_cma.h>
+#include <infiniband/verbs.h>
+
+#include "common/sr_common.h"
+#include "common/sr_list.h"
+#include "engine/sr_engine.h"
+#include "iwarp/mpa.h"
+#include "transport/sr_xport.h"
+#include "verbs/sr_verbs.h"
+
+/*
+ * What librdmacm expects from libibverbs' private ops (verbs/sr_verbs.h, struct
+ * sr_priv_ops): iwarp_attach, iwarp_disconnect, and
+ *	struct ibv_qp *(*qp_by_num)(struct ibv_context *, uint32_t qpn);
+ * for rdma_accept()/rdma_establish() on QPs the application created with ibv_create_qp
+ * (conn_param->qp_num). Each may be NULL while the transport is being written: a missing
+ * iwarp_attach fails the connection (CONNECT_ERROR); a missing qp_by_num makes a non-zero
+ * qp_num unusable (EINVAL). qp_num 0 with no QP on the id means "no QP at all": the CM then
+ * keeps the socket itself (a QP-less connection, used by tests and by apps that only want
+ * the handshake), reporting DISCONNECTED when either side ends it.
+ */
+
+/* Timeouts (ms). siw uses 5 s for a Request to arrive and 10 s for the Reply. */
+#define SR_CM_REQUEST_TIMEOUT_MS 5000
+#define SR_CM_CONNECT_TIMEOUT_MS 10000
+/* A QP-less stream we shut down waits this long for the peer's FIN. */
+#define SR_CM_DISCONNECT_TIMEOUT_MS 3000
+/* Listen backlog bounds (net.rdma_ucm.max_backlog default). */
+#define SR_CM_MAX_BACKLOG 1024
+/* Half-open MPA handshakes one listener keeps at most. */
+#define SR_CM_MAX_HANDSHAKES 1024
+/* Event private data buffer (RDMA_MAX_PRIVATE_DATA). */
+#define SR_CM_PD_MAX 256
+
+extern pthread_mutex_t sr_cm_lock;
+extern pthread_cond_t sr_cm_cond;
+
+/* ------------------------------------------------------------ devices -- */
+
+/* One opened context per soft iWARP device, kept for the life of the process. */
+struct sr_cm_dev {
+	struct ibv_context *verbs;
+	int ifindex;
+	uint8_t max_resp_res;   /* device max_qp_rd_atom, as a u8 */
+	uint8_t max_init_depth; /* device max_qp_init_rd_atom */
+	struct ibv_pd *pd;      /* default PD (rdma_create_qp with pd NULL), lazily */
+	int pd_users;
+	struct sr_cm_dev *next;
+};
+
+/* 0 when devices exist; -ENODEV otherwise (checked once). */
+int sr_cm_init(void);
+/* Device (opened) of an interface; NULL + errno. */
+struct sr_cm_dev *sr_cm_dev_by_ifindex(int ifindex);
+/* Device behind one of our contexts; NULL if the context is not ours. */
+struct sr_cm_dev *sr_cm_dev_by_verbs(struct ibv_context *verbs);
+/* Device serving a local address (owner interface, else the route's); NULL + errno. */
+struct sr_cm_dev *sr_cm_dev_for_local(const struct sockaddr *sa);
+/* Default PD of the device, counted; put releases it when the last user goes. */
+struct ibv_pd *sr_cm_dev_get_pd(struct sr_cm_dev *dev);
+void sr_cm_dev_put_pd(struct sr_cm_dev *dev);
+/* Private ops of the device's context, or NULL if it is not a softrdma context. */
+const struct sr_priv_ops *sr_cm_priv_ops(struct ibv_context *verbs);
+
+/* ------------------------------------------------------------ channels -- */
+
+struct sr_cm_channel {
+	struct rdma_event_channel ch; /* ch.fd: eventfd (semaphore): count == queue length */
+	struct sr_list queue;         /* struct sr_cm_event, FIFO; under sr_cm_lock */
+	bool sync;                    /* private channel of one synchronous id */
+};
+
+static inline struct sr_cm_channel *to_sr_chan(struct rdma_event_channel *ch)
+{
+	return sr_container_of(ch, struct sr_cm_channel, ch);
+}
+
+struct sr_cm_id;
+
+struct sr_cm_event {
+	struct rdma_cm_event ev;  /* handed to the application */
+	struct sr_list node;      /* channel queue */
+	struct sr_cm_id *owner;   /* whose ack count it bumps: the listener for requests */
+	uint8_t pd[SR_CM_PD_MAX];
+};
+
+struct sr_cm_channel *sr_cm_channel_new(bool sync);
+/* Frees the channel and any events still queued (nobody may use it any more). */
+void sr_cm_channel_free(struct sr_cm_channel *ch);
+
+/* Event parameters for sr_cm_post(). */
+struct sr_cm_evparam {
+	const void *pd;
+	size_t pd_len;
+	uint8_t responder_resources;
+	uint8_t initiator_depth;
+};
+
+/*
+ * Queue an event for id on its channel (sr_cm_lock held). Dropped when the id is being
+ * destroyed. For CONNECT_REQUEST id is the new id and listener its listener.
+ */
+void sr_cm_post(struct sr_cm_id *id, enum rdma_cm_event_type type, int status,
+		const struct sr_cm_evparam *p);
+int sr_cm_post_request(struct sr_cm_id *listener, struct sr_cm_id *req,
+		       const struct sr_cm_evparam *p);
+/*
+ * Remove every queued event owned by id from ch (sr_cm_lock held), keeping the eventfd
+ * count right. With to != NULL they move there instead (rdma_migrate_id). Request ids of
+ * dropped CONNECT_REQUESTs are appended to *orphans (through their ->orphan_node).
+ */
+void sr_cm_chan_take(struct sr_cm_channel *ch, struct sr_cm_id *owner,
+		     struct sr_cm_channel *to, struct sr_list *orphans);
+/*
+ * Sync ids: the ucma_complete() step. Acks the previous id->event, fetches the next event
+ * of the id's private channel into id->event and maps a failing one to -1/errno
+ * (REJECTED -> ECONNREFUSED). Returns 0 for async ids. Called without sr_cm_lock.
+ */
+int sr_cm_sync_wait(struct sr_cm_id *id);
+/* Ack without the public NULL check; sr_cm_lock NOT held. */
+void sr_cm_ack(struct sr_cm_event *e);
+
+/* ----------------------------------------------------------------- ids -- */
+
+enum sr_cm_state {
+	SR_CM_IDLE,
+	SR_CM_BOUND,
+	SR_CM_ADDR_RESOLVED,
+	SR_CM_ROUTE_RESOLVED,
+	SR_CM_LISTEN,
+	SR_CM_CONNECTING,
+	SR_CM_RESPONDED,     /* active, no QP: CONNECT_RESPONSE reported, establish pending */
+	SR_CM_CONN_RECV,     /* passive: request delivered, accept/reject pending */
+	SR_CM_ESTABLISHED,
+	SR_CM_DISCONNECTING,
+	SR_CM_DISCONNECTED,
+	SR_CM_FAILED,        /* connect failed or rejected: not reusable */
+	SR_CM_DESTROYING,
+};
+
+struct sr_cm_conn;
+struct sr_cm_link;
+
+struct sr_cm_id {
+	struct rdma_cm_id id;        /* the application's handle; must be first */
+	enum sr_cm_state state;
+	struct sr_cm_channel *chan;  /* == to_sr_chan(id.channel) */
+	bool sync;                   /* chan is private to this id */
+	unsigned int reported;       /* events fetched by the application */
+	unsigned int acked;
+	int busy;                    /* calls working on the id unlocked (destroy waits) */
+	struct sr_list node;         /* sr_cm_ids: every live id */
+
+	/* address */
+	int fd;                      /* bound or listening socket, -1 */
+	bool reuseaddr;
+	int afonly;                  /* -1: system default */
+	int tos;                     /* -1: not set */
+	struct sr_cm_dev *dev;       /* device the id is bound to, NULL until known */
+
+	/* listener */
+	struct sr_engine_handler listen_h;
+	int backlog;
+	unsigned int queued_reqs;    /* CONNECT_REQUESTs queued, not yet fetched */
+	unsigned int handshakes;     /* half-open MPA exchanges in progress */
+	struct sr_list hs_list;      /* struct sr_cm_conn (passive handshakes) */
+
+	/* request ids */
+	struct sr_cm_id *listener;   /* while its CONNECT_REQUEST is not yet fetched */
+	struct sr_list orphan_node;  /* scratch list for teardown */
+	struct sr_mpa_params peer;   /* the peer's Request (passive) or Reply (active) */
+	bool have_peer;
+
+	/* connection */
+	struct sr_cm_conn *conn;     /* socket while the CM owns it */
+	struct sr_cm_link *link;     /* transport attachment */
+	struct sr_mpa_local loc;     /* our MPA wishes */
+	struct sr_mpa_params req;    /* the Request we sent (active) */
+	struct sr_mpa_conn mpa;      /* negotiated */
+	bool have_mpa;
+	uint32_t qp_num;             /* connect()'s conn_param->qp_num (establish) */
+	bool disc_fetched;           /* DISCONNECTED was fetched by the app */
+
+	/* qp.c: objects the library made for the app */
+	bool own_send_cq, own_recv_cq;
+	bool uses_default_pd;
+	struct ibv_qp_init_attr *ep_attr; /* rdma_create_ep passive: per-request QP attrs */
+};
+
+static inline struct sr_cm_id *to_sr_id(struct rdma_cm_id *id)
+{
+	return sr_container_of(id, struct sr_cm_id, id);
+}
+
+/* Return -1 with errno = err (err > 0). */
+static inline int sr_cm_fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+/* Allocate an id on channel (NULL: new private sync channel); sr_cm_lock NOT held. */
+struct sr_cm_id *sr_cm_id_new(struct sr_cm_channel *chan, void *context,
+			      enum rdma_port_space ps, enum ibv_qp_type qp_type);
+struct sr_cm_id *sr_cm_id_new_locked(struct sr_cm_channel *chan, void *context,
+				     enum rdma_port_space ps, enum ibv_qp_type qp_type);
+/* Keep the id alive across an unlocked stretch (hold: lock held; unhold takes it). */
+void sr_cm_id_hold(struct sr_cm_id *id);
+void sr_cm_id_unhold(struct sr_cm_id *id);
+/* Free a request id nobody has seen (listener gone, request failed); lock NOT held. */
+void sr_cm_id_free_unseen(struct sr_cm_id *id);
+/* Bind the id to a device: id.verbs, id.port_num (sr_cm_lock held). */
+void sr_cm_id_set_dev(struct sr_cm_id *id, struct sr_cm_dev *dev);
+const char *sr_cm_state_str(enum sr_cm_state s);
+
+/* --------------------------------------------------------- addressing -- */
+
+/*
+ * Bind id to addr (an explicit bind when explicit). Creates the TCP socket. Returns 0 or a
+ * negative errno. sr_cm_lock held.
+ */
+int sr_cm_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr, bool explicit);
+/* Copy a sockaddr into a route address slot, unmapping v4-mapped IPv6. */
+void sr_cm_set_addr(struct sockaddr_storage *slot, const struct sockaddr *sa);
+
+/* --------------------------------------------------------- connections -- */
+
+enum sr_cm_conn_phase {
+	SR_CONN_TCP_CONNECT, /* active: TCP handshake in progress */
+	SR_CONN_SEND_REQ,    /* active: writing the Request */
+	SR_CONN_READ_REPLY,  /* active: reading the Reply */
+	SR_CONN_READ_REQ,    /* passive: reading the Request */
+	SR_CONN_HELD,        /* frames done, waiting for accept/establish; nobody reads */
+	SR_CONN_STREAM,      /* QP-less connection: the CM watches the stream for its end */
+};
+
+struct sr_cm_conn {
+	struct sr_engine_handler sock;  /* .fd: the TCP socket */
+	struct sr_engine_handler timer; /* .fd: timerfd */
+	enum sr_cm_conn_phase phase;
+	bool dead;                      /* claimed for teardown */
+	bool shut_wr;                   /* we sent our FIN (QP-less disconnect) */
+	struct sr_cm_id *id;            /* owner, once there is one */
+	struct sr_cm_id *listener;      /* passive handshake: the listener */
+	struct sr_list node;            /* listener->hs_list */
+	struct sr_mpa_hdr_info hi;
+	bool hdr_done;                  /* hi holds the parsed header */
+	size_t off, len;                /* progress through buf */
+	uint8_t buf[SR_MPA_RR_HDR_LEN + SR_MPA_PD_MAX];
+};
+
+/* conn.c: the connection object */
+struct sr_cm_conn *sr_cm_conn_new(int fd);
+int sr_cm_conn_arm_timer(struct sr_cm_conn *c, unsigned int ms);
+/* Claim c (sr_cm_lock held): marks it dead and unlinks it. Returns false if already dead. */
+bool sr_cm_conn_claim(struct sr_cm_conn *c);
+/* Stop the engine watching c and drop its timer (engine thread, or c not registered). */
+void sr_cm_conn_quiesce(struct sr_cm_conn *c);
+/* Tear down a claimed conn (lock NOT held, or on the engine thread). Closes the socket. */
+void sr_cm_conn_destroy(struct sr_cm_conn *c);
+/*
+ * Read into c->buf until c->len bytes are there, never past the frame (the peer's next
+ * bytes belong to the transport). Returns 1 when complete, 0 when more is needed, a
+ * negative errno on error, -ECONNRESET at EOF.
+ */
+int sr_cm_conn_read(struct sr_cm_conn *c);
+/* Read a whole Request/Reply frame: the header first, then its PD_Length. */
+int sr_cm_conn_read_frame(struct sr_cm_conn *c, bool expect_reply);
+/* Frame received completely: make sure the peer sent nothing beyond it (-EPROTO). */
+int sr_cm_conn_check_quiet(struct sr_cm_conn *c);
+/* Decode the frame in c->buf (header parsed into c->hi). */
+int sr_cm_conn_parse(struct sr_cm_conn *c, struct sr_mpa_params *p, const uint8_t **ulp,
+		     size_t *ulp_len);
+/* Send a small frame on a non-blocking socket, all of it or an error. */
+int sr_cm_send_frame(int fd, const uint8_t *buf, size_t len);
+
+/* conn.c: MPA parameters */
+/* Our MPA wishes from a connect/accept conn_param (NULL: device maxima / peer's asks). */
+void sr_cm_local_params(struct sr_cm_id *id, const struct rdma_conn_param *p,
+			struct sr_mpa_local *loc);
+/* Event parameters from the peer's MPA frame: its private data, IRD and ORD. */
+void sr_cm_peer_evparam(struct sr_cm_id *id, const struct sr_mpa_params *peer,
+			const uint8_t *ulp, size_t ulp_len, struct sr_cm_evparam *out);
+/* Largest ULP private data for an MPA revision / enhanced block (u8 API limit: 255). */
+static inline size_t sr_cm_pd_max(bool enhanced)
+{
+	return enhanced ? SR_MPA_ULP_PD_MAX_V2 : 255;
+}
+
+/* conn.c: QP moves, lock NOT held */
+/* RTR then RTS with the negotiated IRD/ORD (rdma_init_qp_attr). */
+int sr_cm_qp_to_rts(struct sr_cm_id *id, struct ibv_qp *qp);
+void sr_cm_qp_to_err(struct ibv_qp *qp);
+
+/* link.c: the stream's hand-over and end */
+/*
+ * Give the stream to its QP (qp != NULL) or keep it as a QP-less stream; report
+ * ESTABLISHED when report_est. Lock NOT held, id held; id must own conn. Returns 0 or a
+ * negative errno (the conn is then torn down and the id FAILED).
+ */
+int sr_cm_start_stream(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
+		       bool report_est, const struct sr_cm_evparam *est);
+/* The transport's closed callback. */
+void sr_cm_link_closed(void *arg, int err);
+/* A connection's end (lock held): DISCONNECTED, once. */
+void sr_cm_closed_locked(struct sr_cm_id *id);
+/* Id teardown of the attachment (lock held): the link forgets the id. */
+void sr_cm_link_release(struct sr_cm_id *id);
+/* Destroy a QP, ending its attachment (DISCONNECTED if connected); lock NOT held. */
+void sr_cm_link_destroy_qp(struct sr_cm_id *id, struct ibv_qp *qp);
+/* The attached QP if it still exists (lock NOT held, id held). */
+struct ibv_qp *sr_cm_link_live_qp(struct sr_cm_id *id);
+
+/* stream.c: a QP-less connection's socket */
+void sr_cm_stream_io(struct sr_cm_conn *c, uint32_t events);
+void sr_cm_stream_timeout(struct sr_cm_conn *c);
+/* Our disconnect: send our FIN, give the peer's a while (lock held). */
+int sr_cm_stream_shutdown(struct sr_cm_conn *c);
+
+/* passive.c */
+/* Listener teardown (lock held): claims its handshakes onto *claimed (via conn->node). */
+void sr_cm_listen_stop(struct sr_cm_id *id, struct sr_list *claimed);
+/* Send a rejecting Reply answering the Request peer (best effort). */
+void sr_cm_send_reject(int fd, const struct sr_mpa_params *peer, const void *pd, size_t len);
+void sr_cm_passive_io(struct sr_cm_conn *c, uint32_t events);
+void sr_cm_passive_timeout(struct sr_cm_conn *c);
+
+/* active.c */
+void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events);
+void sr_cm_active_timeout(struct sr_cm_conn *c);
+
+/* addr.c: apply id->tos to its socket (lock held) */
+void sr_cm_set_tos(struct sr_cm_id *id);
+
+/* ------------------------------------------------------------- lists -- */
+
+extern struct sr_list sr_cm_ids;
+
+#endif

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A connection's socket while the CM owns it (struct sr_cm_conn): engine registration and
+ * dispatch by phase, timers, frame I/O, MPA parameters and the QP moves around them. The
+ * hand-over to the transport is link.c, the QP-less stream's end stream.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "cm/cm_priv.h"
+#include "common/sr_config.h"
+#include "common/sr_log.h"
+#include "verbs/sr_limits.h"
+
+/* ------------------------------------------------------------ object -- */
+
+static void sr_cm_conn_sock_cb(struct sr_engine_handler *h, uint32_t events)
+{
+	struct sr_cm_conn *c = sr_container_of(h, struct sr_cm_conn, sock);
+	enum sr_cm_conn_phase phase;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	phase = c->phase;
+	if (c->dead) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return;
+	}
+	pthread_mutex_unlock(&sr_cm_lock);
+	switch (phase) {
+	case SR_CONN_TCP_CONNECT:
+	case SR_CONN_SEND_REQ:
+	case SR_CONN_READ_REPLY:
+		sr_cm_active_io(c, events);
+		break;
+	case SR_CONN_READ_REQ:
+		sr_cm_passive_io(c, events);
+		break;
+	case SR_CONN_STREAM:
+		sr_cm_stream_io(c, events);
+		break;
+	case SR_CONN_HELD:
+		break;
+	}
+}
+
+static void sr_cm_conn_timer_cb(struct sr_engine_handler *h, uint32_t events)
+{
+	struct sr_cm_conn *c = sr_container_of(h, struct sr_cm_conn, timer);
+	enum sr_cm_conn_phase phase;
+	uint64_t n;
+
+	if (read(h->fd, &n, sizeof(n)) != sizeof(n))
+		return; /* not expired (re-armed meanwhile) */
+	pthread_mutex_lock(&sr_cm_lock);
+	phase = c->phase;
+	if (c->dead) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return;
+	}
+	pthread_mutex_unlock(&sr_cm_lock);
+	switch (phase) {
+	case SR_CONN_TCP_CONNECT:
+	case SR_CONN_SEND_REQ:
+	case SR_CONN_READ_REPLY:
+		sr_cm_active_timeout(c);
+		break;
+	case SR_CONN_READ_REQ:
+		sr_cm_passive_timeout(c);
+		break;
+	case SR_CONN_STREAM:
+		sr_cm_stream_timeout(c);
+		break;
+	case SR_CONN_HELD:
+		break;
+	}
+}
+
+struct sr_cm_conn *sr_cm_conn_new(int fd)
+{
+	struct sr_cm_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->sock.fd = fd;
+	c->sock.cb = sr_cm_conn_sock_cb;
+	c->timer.fd = -1;
+	c->timer.cb = sr_cm_conn_timer_cb;
+	sr_list_init(&c->node);
+	return c;
+}
+
+int sr_cm_conn_arm_timer(struct sr_cm_conn *c, unsigned int ms)
+{
+	struct itimerspec its = { 0 };
+	int err;
+
+	if (c->timer.fd < 0) {
+		c->timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (c->timer.fd < 0)
+			return -errno;
+		err = sr_engine_add(&c->timer, EPOLLIN);
+		if (err) {
+			close(c->timer.fd);
+			c->timer.fd = -1;
+			return err;
+		}
+	}
+	its.it_value.tv_sec = ms / 1000;
+	its.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
+	return timerfd_settime(c->timer.fd, 0, &its, NULL) < 0 ? -errno : 0;
+}
+
+bool sr_cm_conn_claim(struct sr_cm_conn *c)
+{
+	if (c->dead)
+		return false;
+	c->dead = true;
+	if (c->id && c->id->conn == c)
+		c->id->conn = NULL;
+	if (c->listener) {
+		sr_list_del(&c->node);
+		c->listener->handshakes--;
+		c->listener = NULL;
+	}
+	return true;
+}
+
+void sr_cm_conn_quiesce(struct sr_cm_conn *c)
+{
+	sr_engine_del(&c->sock);
+	sr_engine_del(&c->timer);
+	if (c->timer.fd >= 0) {
+		close(c->timer.fd);
+		c->timer.fd = -1;
+	}
+}
+
+void sr_cm_conn_destroy(struct sr_cm_conn *c)
+{
+	sr_cm_conn_quiesce(c);
+	if (c->sock.fd >= 0)
+		close(c->sock.fd);
+	free(c);
+}
+
+/* ----------------------------------------------------------- frame I/O -- */
+
+int sr_cm_conn_read(struct sr_cm_conn *c)
+{
+	while (c->off < c->len) {
+		ssize_t n = recv(c->sock.fd, c->buf + c->off, c->len - c->off, MSG_DONTWAIT);
+
+		if (n > 0) {
+			c->off += (size_t)n;
+		} else if (n == 0) {
+			return -ECONNRESET;
+		} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			return 0;
+		} else if (errno != EINTR) {
+			return -errno;
+		}
+	}
+	return 1;
+}
+
+int sr_cm_conn_read_frame(struct sr_cm_conn *c, bool expect_reply)
+{
+	for (;;) {
+		int r = sr_cm_conn_read(c);
+
+		if (r <= 0)
+			return r;
+		if (c->hdr_done)
+			return 1;
+		/* header complete: every length check is the codec's */
+		r = sr_mpa_parse_header(c->buf, expect_reply, &c->hi);
+		if (r < 0)
+			return r;
+		c->hdr_done = true;
+		c->len = SR_MPA_RR_HDR_LEN + c->hi.pd_len;
+		if (c->len > sizeof(c->buf))
+			return SR_MPA_ETOOLONG;
+	}
+}
+
+int sr_cm_conn_check_quiet(struct sr_cm_conn *c)
+{
+	uint8_t b;
+	ssize_t n = recv(c->sock.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	/* Nothing may follow a Request before the Reply, nor a Reply before our first FPDU. */
+	return n > 0 ? -EPROTO : 0;
+}
+
+int sr_cm_conn_parse(struct sr_cm_conn *c, struct sr_mpa_params *p, const uint8_t **ulp,
+		     size_t *ulp_len)
+{
+	return sr_mpa_parse_pd(&c->hi, c->buf + SR_MPA_RR_HDR_LEN, c->len - SR_MPA_RR_HDR_LEN,
+			       p, ulp, ulp_len);
+}
+
+int sr_cm_send_frame(int fd, const uint8_t *buf, size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t n = send(fd, buf + off, len - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0)
+			off += (size_t)n;
+		else if (n < 0 && errno == EINTR)
+			continue;
+		else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return -EIO; /* a fresh socket always takes a few hundred bytes */
+		else
+			return n < 0 ? -errno : -EIO;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------ MPA parameters -- */
+
+static uint8_t sr_cm_min_u8(unsigned int a, unsigned int b)
+{
+	unsigned int v = a < b ? a : b;
+
+	return (uint8_t)(v > 255 ? 255 : v);
+}
+
+void sr_cm_local_params(struct sr_cm_id *id, const struct rdma_conn_param *p,
+			struct sr_mpa_local *loc)
+{
+	unsigned int max_rr = id->dev ? id->dev->max_resp_res : SR_MAX_QP_RD_ATOM;
+	unsigned int max_id = id->dev ? id->dev->max_init_depth : SR_MAX_QP_RD_ATOM;
+	unsigned int def_rr = max_rr, def_id = max_id;
+
+	/* Accepting: by default as much as the peer asked for, within our limits. */
+	if (id->have_peer && id->peer.enhanced && !id->peer.is_reply) {
+		def_rr = sr_cm_min_u8(id->peer.ord, max_rr);
+		def_id = sr_cm_min_u8(id->peer.ird, max_id);
+	}
+	memset(loc, 0, sizeof(*loc));
+	/* 0xFF (RDMA_MAX_RESP_RES / RDMA_MAX_INIT_DEPTH) means "the device maximum" */
+	if (!p || p->responder_resources == RDMA_MAX_RESP_RES)
+		loc->ird = (uint16_t)def_rr;
+	else
+		loc->ird = sr_cm_min_u8(p->responder_resources, max_rr);
+	if (!p || p->initiator_depth == RDMA_MAX_INIT_DEPTH)
+		loc->ord = (uint16_t)def_id;
+	else
+		loc->ord = sr_cm_min_u8(p->initiator_depth, max_id);
+	loc->crc = sr_config_bool("SOFTRDMA_MPA_CRC");
+}
+
+void sr_cm_peer_evparam(struct sr_cm_id *id, const struct sr_mpa_params *peer,
+			const uint8_t *ulp, size_t ulp_len, struct sr_cm_evparam *out)
+{
+	unsigned int max_rr = id->dev ? id->dev->max_resp_res : SR_MAX_QP_RD_ATOM;
+	unsigned int max_id = id->dev ? id->dev->max_init_depth : SR_MAX_QP_RD_ATOM;
+
+	memset(out, 0, sizeof(*out));
+	out->pd = ulp;
+	out->pd_len = ulp_len;
+	/* iWARP CM: initiator_depth = the peer's IRD, responder_resources = its ORD */
+	if (peer->enhanced) {
+		out->initiator_depth = sr_cm_min_u8(peer->ird, 255);
+		out->responder_resources = sr_cm_min_u8(peer->ord, 255);
+	} else {
+		out->initiator_depth = (uint8_t)max_id;
+		out->responder_resources = (uint8_t)max_rr;
+	}
+}
+
+/* -------------------------------------------------------------- QP moves -- */
+
+int sr_cm_qp_to_rts(struct sr_cm_id *id, struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr;
+	int mask, err;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	if (rdma_init_qp_attr(&id->id, &attr, &mask))
+		return -errno;
+	err = ibv_modify_qp(qp, &attr, mask);
+	if (err)
+		return -err;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	if (rdma_init_qp_attr(&id->id, &attr, &mask))
+		return -errno;
+	err = ibv_modify_qp(qp, &attr, mask);
+	return err ? -err : 0;
+}
+
+void sr_cm_qp_to_err(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+
+	if (qp)
+		ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+}

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The hand-over of an established stream to its QP's transport (priv_ops->iwarp_attach),
+ * the link that outlives the id for the transport's closed callback, and QP-less
+ * connections, whose socket the CM keeps (stream.c watches it).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cm/cm_priv.h"
+#include "common/sr_log.h"
+
+/* ------------------------------------------------------- the attachment -- */
+
+/*
+ * The transport's reference (taken by a successful attach, dropped by its closed callback)
+ * and the id's (dropped at destroy) keep the link alive; the transport may call back after
+ * the id is gone, so it never points at the id directly.
+ */
+struct sr_cm_link {
+	struct sr_cm_id *id;   /* NULL once the id is destroyed */
+	struct ibv_qp *qp;
+	struct ibv_context *verbs; /* qp->context and qp->qp_num, readable after qp is gone */
+	uint32_t qpn;
+	int refs;
+	bool attaching;        /* iwarp_attach() has not returned yet */
+	bool closed;           /* the closed callback ran */
+};
+
+static void sr_cm_link_put(struct sr_cm_link *l)
+{
+	if (--l->refs == 0)
+		free(l);
+}
+
+void sr_cm_closed_locked(struct sr_cm_id *id)
+{
+	if (id->state != SR_CM_ESTABLISHED && id->state != SR_CM_DISCONNECTING)
+		return;
+	id->state = SR_CM_DISCONNECTED;
+	sr_cm_post(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
+}
+
+void sr_cm_link_closed(void *arg, int err)
+{
+	struct sr_cm_link *l = arg;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	sr_dbg("link %p closed (%d)", arg, err);
+	l->closed = true;
+	/* while attaching, the attacher reports it after ESTABLISHED */
+	if (l->id && !l->attaching)
+		sr_cm_closed_locked(l->id);
+	sr_cm_link_put(l);
+	pthread_mutex_unlock(&sr_cm_lock);
+}
+
+void sr_cm_link_release(struct sr_cm_id *id)
+{
+	struct sr_cm_link *l = id->link;
+
+	if (!l)
+		return;
+	id->link = NULL;
+	l->id = NULL;
+	sr_cm_link_put(l);
+}
+
+/*
+ * rdma_destroy_qp() on a QP whose stream is attached. The transport's detach ends the
+ * stream without calling back (we are the ones destroying it), yet the application may
+ * have called rdma_disconnect() just before (cmtime does) and waits for DISCONNECTED: it
+ * gets it here. Lock NOT held.
+ */
+void sr_cm_link_destroy_qp(struct sr_cm_id *id, struct ibv_qp *qp)
+{
+	struct sr_cm_link *l;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	l = id->link;
+	if (l && l->qp == qp)
+		l->refs++;
+	else
+		l = NULL;
+	pthread_mutex_unlock(&sr_cm_lock);
+
+	ibv_destroy_qp(qp);
+	if (!l)
+		return;
+
+	/* detach waited for a running closed callback: it either ran or never will */
+	pthread_mutex_lock(&sr_cm_lock);
+	if (!l->closed) {
+		l->closed = true;
+		if (l->id)
+			sr_cm_closed_locked(l->id);
+		l->refs--; /* the transport's reference, never to be dropped by it */
+	}
+	sr_cm_link_put(l); /* ours */
+	pthread_mutex_unlock(&sr_cm_lock);
+}
+
+/*
+ * The attached QP for rdma_disconnect (lock NOT held, id held), or NULL. A QP the
+ * application destroyed with ibv_destroy_qp() (its own, rping -q style) ended the stream
+ * without a callback: that connection is over, and is reported so, instead of handing a
+ * freed QP to the transport.
+ */
+struct ibv_qp *sr_cm_link_live_qp(struct sr_cm_id *id)
+{
+	const struct sr_priv_ops *ops;
+	struct sr_cm_link *l;
+	struct ibv_qp *qp = NULL;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	l = id->link;
+	if (l && !l->closed) {
+		l->refs++;
+		qp = l->qp;
+	}
+	pthread_mutex_unlock(&sr_cm_lock);
+	if (!qp)
+		return NULL;
+	ops = sr_cm_priv_ops(l->verbs);
+	if (ops && ops->qp_by_num && ops->qp_by_num(l->verbs, l->qpn) != qp)
+		qp = NULL;
+	pthread_mutex_lock(&sr_cm_lock);
+	if (!qp && !l->closed) {
+		l->closed = true;
+		if (l->id)
+			sr_cm_closed_locked(l->id);
+		l->refs--; /* the transport's */
+	}
+	sr_cm_link_put(l);
+	pthread_mutex_unlock(&sr_cm_lock);
+	return qp;
+}
+
+/* Caller holds the id (sr_cm_id_hold) and not the lock. */
+int sr_cm_start_stream(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
+		       bool report_est, const struct sr_cm_evparam *est)
+{
+	struct sr_iwarp_attach_params params;
+	const struct sr_priv_ops *ops;
+	struct sr_cm_link *l;
+	struct sr_cm_conn *c;
+	int err, fd;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	c = id->conn;
+	if (!c || c->dead || id->state == SR_CM_DESTROYING) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return -ECONNABORTED;
+	}
+	if (!qp) {
+		/* QP-less: the CM keeps the socket and watches for the stream's end */
+		c->phase = SR_CONN_STREAM;
+		err = c->sock.registered ? sr_engine_mod(&c->sock, EPOLLIN | EPOLLRDHUP)
+					 : sr_engine_add(&c->sock, EPOLLIN | EPOLLRDHUP);
+		if (err) {
+			sr_cm_conn_claim(c);
+			id->state = SR_CM_FAILED;
+			pthread_mutex_unlock(&sr_cm_lock);
+			sr_cm_conn_destroy(c);
+			return err;
+		}
+		id->state = SR_CM_ESTABLISHED;
+		if (report_est)
+			sr_cm_post(id, RDMA_CM_EVENT_ESTABLISHED, 0, est);
+		pthread_mutex_unlock(&sr_cm_lock);
+		return 0;
+	}
+
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return -ENOMEM;
+	}
+	sr_cm_conn_claim(c);
+	l->id = id;
+	l->qp = qp;
+	l->verbs = qp->context;
+	l->qpn = qp->qp_num;
+	l->refs = 2;
+	l->attaching = true;
+	id->link = l;
+	id->state = SR_CM_ESTABLISHED;
+	pthread_mutex_unlock(&sr_cm_lock);
+
+	/* The fd leaves the CM: no engine callback of ours may touch it any more. */
+	sr_cm_conn_quiesce(c);
+	fd = c->sock.fd;
+	c->sock.fd = -1;
+	sr_cm_conn_destroy(c);
+
+	memset(&params, 0, sizeof(params));
+	params.fd = fd;
+	params.initiator = initiator;
+	params.mpa = id->mpa;
+	params.cb.arg = l;
+	params.cb.closed = sr_cm_link_closed;
+	ops = sr_cm_priv_ops(qp->context);
+	err = ops && ops->iwarp_attach ? ops->iwarp_attach(qp, &params) : -EOPNOTSUPP;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	l->attaching = false;
+	if (err) {
+		sr_err("iwarp_attach: %d", err);
+		if (id->link == l) {
+			/* the id's reference, unless destroy took it already */
+			id->link = NULL;
+			l->id = NULL;
+			l->refs--;
+		}
+		sr_cm_link_put(l); /* the transport never took its reference */
+		if (id->state == SR_CM_ESTABLISHED)
+			id->state = SR_CM_FAILED;
+		if (initiator && report_est)
+			sr_cm_post(id, RDMA_CM_EVENT_CONNECT_ERROR, err, NULL);
+		pthread_mutex_unlock(&sr_cm_lock);
+		close(fd);
+		sr_cm_qp_to_err(qp);
+		return err;
+	}
+	if (report_est)
+		sr_cm_post(id, RDMA_CM_EVENT_ESTABLISHED, 0, est);
+	if (l->closed && l->id)
+		sr_cm_closed_locked(id);
+	pthread_mutex_unlock(&sr_cm_lock);
+	return 0;
+}

@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The passive side: rdma_listen (a listening TCP socket on the engine), reading each
+ * connection's MPA Request on the engine, CONNECT_REQUEST with a new id, and
+ * rdma_accept / rdma_reject on that id.
+ *
+ * A half-open connection (accepted, Request not complete) belongs to its listener; one
+ * that misbehaves (bad frame, bytes after the Request, timeout, close) is simply dropped:
+ * the application never hears of it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cm/cm_priv.h"
+#include "common/sr_log.h"
+#include "netdev/sr_route.h"
+#include "verbs/sr_limits.h"
+
+void sr_cm_send_reject(int fd, const struct sr_mpa_params *peer, const void *pd, size_t len)
+{
+	struct sr_mpa_params rep = {
+		.is_reply = true,
+		.rev = peer->rev ? peer->rev : SR_MPA_REV1,
+		.crc = peer->crc,
+		.reject = true,
+	};
+	uint8_t frame[SR_MPA_FRAME_MAX];
+	ssize_t n;
+
+	n = sr_mpa_build_frame(frame, sizeof(frame), &rep, len ? pd : NULL, len);
+	if (n > 0)
+		sr_cm_send_frame(fd, frame, (size_t)n);
+}
+
+/* Drop a half-open connection (lock held, c live; returns unlocked). */
+static void sr_cm_passive_drop(struct sr_cm_conn *c, const struct sr_mpa_params *reject)
+{
+	sr_cm_conn_claim(c);
+	pthread_mutex_unlock(&sr_cm_lock);
+	if (reject)
+		sr_cm_send_reject(c->sock.fd, reject, NULL, 0);
+	sr_cm_conn_destroy(c);
+}
+
+/* A complete, well-formed Request (lock held; returns unlocked). */
+static void sr_cm_passive_request(struct sr_cm_conn *c)
+{
+	struct sr_cm_id *l = c->listener;
+	struct sockaddr_storage local, peer;
+	socklen_t llen = sizeof(local), plen = sizeof(peer);
+	struct sr_mpa_params req, rep;
+	struct sr_mpa_local loc;
+	struct sr_mpa_conn mpa;
+	struct sr_cm_evparam p;
+	const uint8_t *ulp;
+	struct sr_cm_dev *dev;
+	struct sr_cm_id *id;
+	size_t ulp_len;
+	int err;
+
+	err = sr_cm_conn_check_quiet(c);
+	if (!err)
+		err = sr_cm_conn_parse(c, &req, &ulp, &ulp_len);
+	if (err) {
+		sr_dbg("bad MPA Request: %d", err);
+		sr_cm_passive_drop(c, NULL);
+		return;
+	}
+	/* What we could never accept (markers, no usable RTR) is refused right away. */
+	memset(&loc, 0, sizeof(loc));
+	loc.ird = SR_MAX_QP_RD_ATOM;
+	loc.ord = SR_MAX_QP_RD_ATOM;
+	if (sr_mpa_respond(&req, &loc, &rep, &mpa) < 0) {
+		sr_cm_passive_drop(c, &req);
+		return;
+	}
+	/* iWARP: requests over the backlog are rejected (the peer's TCP is already up). */
+	if (l->queued_reqs >= (unsigned int)l->backlog) {
+		sr_dbg("listener %p: backlog %d full", (void *)l, l->backlog);
+		sr_cm_passive_drop(c, &req);
+		return;
+	}
+	if (getsockname(c->sock.fd, (struct sockaddr *)&local, &llen) < 0 ||
+	    getpeername(c->sock.fd, (struct sockaddr *)&peer, &plen) < 0) {
+		sr_cm_passive_drop(c, NULL);
+		return;
+	}
+	dev = sr_cm_dev_for_local((struct sockaddr *)&local);
+	if (!dev) {
+		sr_warn("no device for an accepted connection (errno %d)", errno);
+		sr_cm_passive_drop(c, &req);
+		return;
+	}
+	/* A synchronous listener's requests get their own synchronous channels. */
+	id = sr_cm_id_new_locked(l->sync ? NULL : l->chan, l->id.context, l->id.ps,
+				 l->id.qp_type);
+	if (!id) {
+		sr_cm_passive_drop(c, &req);
+		return;
+	}
+	sr_cm_id_set_dev(id, dev);
+	sr_cm_set_addr(&id->id.route.addr.src_storage, (struct sockaddr *)&local);
+	sr_cm_set_addr(&id->id.route.addr.dst_storage, (struct sockaddr *)&peer);
+	id->tos = l->tos;
+	id->state = SR_CM_CONN_RECV;
+	id->peer = req;
+	id->have_peer = true;
+
+	/* the socket moves from the listener to the new id; nobody reads it until accept */
+	sr_list_del(&c->node);
+	l->handshakes--;
+	c->listener = NULL;
+	c->id = id;
+	id->conn = c;
+	c->phase = SR_CONN_HELD;
+	sr_cm_conn_quiesce(c);
+
+	sr_cm_peer_evparam(id, &req, ulp, ulp_len, &p);
+	if (sr_cm_post_request(l, id, &p)) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		sr_cm_id_free_unseen(id);
+		return;
+	}
+	pthread_mutex_unlock(&sr_cm_lock);
+}
+
+void sr_cm_passive_io(struct sr_cm_conn *c, uint32_t events)
+{
+	int r;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	if (c->dead || c->phase != SR_CONN_READ_REQ) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return;
+	}
+	if (!c->listener || c->listener->state != SR_CM_LISTEN) {
+		sr_cm_passive_drop(c, NULL);
+		return;
+	}
+	r = sr_cm_conn_read_frame(c, false);
+	if (r == 0) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return;
+	}
+	if (r < 0) {
+		sr_dbg("MPA Request read: %d", r);
+		sr_cm_passive_drop(c, NULL);
+		return;
+	}
+	sr_cm_passive_request(c); /* unlocks */
+}
+
+void sr_cm_passive_timeout(struct sr_cm_conn *c)
+{
+	pthread_mutex_lock(&sr_cm_lock);
+	if (c->dead || c->phase != SR_CONN_READ_REQ) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return;
+	}
+	sr_dbg("no MPA Request in %d ms", SR_CM_REQUEST_TIMEOUT_MS);
+	sr_cm_passive_drop(c, NULL);
+}
+
+static void sr_cm_listen_cb(struct sr_engine_handler *h, uint32_t events)
+{
+	struct sr_cm_id *l = sr_container_of(h, struct sr_cm_id, listen_h);
+
+	/* a bounded batch per wakeup keeps the engine fair to everybody else */
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sr_cm_conn *c;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				sr_warn("accept: %m");
+			return;
+		}
+		pthread_mutex_lock(&sr_cm_lock);
+		if (l->state != SR_CM_LISTEN || l->handshakes >= SR_CM_MAX_HANDSHAKES) {
+			pthread_mutex_unlock(&sr_cm_lock);
+			close(fd);
+			continue;
+		}
+		c = sr_cm_conn_new(fd);
+		if (!c) {
+			pthread_mutex_unlock(&sr_cm_lock);
+			close(fd);
+			continue;
+		}
+		c->phase = SR_CONN_READ_REQ;
+		c->len = SR_MPA_RR_HDR_LEN;
+		c->listener = l;
+		sr_list_add_tail(&l->hs_list, &c->node);
+		l->handshakes++;
+		if (sr_engine_add(&c->sock, EPOLLIN | EPOLLRDHUP) ||
+		    sr_cm_conn_arm_timer(c, SR_CM_REQUEST_TIMEOUT_MS)) {
+			sr_cm_passive_drop(c, NULL); /* unlocks */
+			continue;
+		}
+		pthread_mutex_unlock(&sr_cm_lock);
+	}
+}
+
+void sr_cm_listen_stop(struct sr_cm_id *l, struct sr_list *claimed)
+{
+	struct sr_list *pos, *tmp;
+
+	sr_list_for_each_safe(pos, tmp, &l->hs_list) {
+		struct sr_cm_conn *c = sr_list_entry(pos, struct sr_cm_conn, node);
+
+		sr_cm_conn_claim(c); /* unlinks c->node */
+		sr_list_add_tail(claimed, &c->node);
+	}
+}
+
+SR_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
+{
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	struct sr_cm_id *s;
+	int err = 0;
+
+	if (!id)
+		return sr_cm_fail(EINVAL);
+	s = to_sr_id(id);
+	if (backlog <= 0 || backlog > SR_CM_MAX_BACKLOG)
+		backlog = SR_CM_MAX_BACKLOG;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	if (s->state == SR_CM_LISTEN) {
+		s->backlog = backlog;
+		goto out;
+	}
+	if (s->state == SR_CM_IDLE)
+		err = sr_cm_bind_locked(s, (struct sockaddr *)&any, false);
+	if (!err && s->state != SR_CM_BOUND)
+		err = -EINVAL;
+	if (err)
+		goto out;
+	if (listen(s->fd, backlog) < 0) {
+		err = -errno;
+		goto out;
+	}
+	s->backlog = backlog;
+	s->reuseaddr = false; /* the kernel CM clears it when an id listens */
+	s->listen_h.fd = s->fd;
+	s->listen_h.cb = sr_cm_listen_cb;
+	s->state = SR_CM_LISTEN;
+	err = sr_engine_add(&s->listen_h, EPOLLIN);
+	if (err)
+		s->state = SR_CM_BOUND;
+out:
+	pthread_mutex_unlock(&sr_cm_lock);
+	return err ? sr_cm_fail(-err) : 0;
+}
+
+SR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	uint8_t frame[SR_MPA_FRAME_MAX];
+	const struct sr_priv_ops *ops;
+	struct sr_mpa_params rep;
+	struct ibv_qp *qp = NULL;
+	struct sr_cm_evparam est;
+	struct sr_cm_conn *c;
+	struct sr_cm_id *s;
+	size_t pd_len = 0;
+	ssize_t n;
+	int err, fd;
+	bool sync;
+
+	if (!id)
+		return sr_cm_fail(EINVAL);
+	s = to_sr_id(id);
+	sync = s->sync; /* once ESTABLISHED is out an async id may be destroyed any time */
+	if (conn_param && conn_param->private_data)
+		pd_len = conn_param->private_data_len;
+	ops = sr_cm_priv_ops(id->verbs);
+	/* QPs the application created itself are found by number (rping -q) */
+	if (id->qp) {
+		qp = id->qp;
+	} else if (conn_param && conn_param->qp_num) {
+		qp = ops && ops->qp_by_num ? ops->qp_by_num(id->verbs, conn_param->qp_num) : NULL;
+		if (!qp)
+			return sr_cm_fail(EINVAL);
+	}
+	if (qp && (!ops || !ops->iwarp_attach))
+		return sr_cm_fail(EOPNOTSUPP);
+
+	pthread_mutex_lock(&sr_cm_lock);
+	if (s->state != SR_CM_CONN_RECV || !s->conn || s->listener ||
+	    pd_len > sr_cm_pd_max(s->peer.enhanced)) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return sr_cm_fail(EINVAL);
+	}
+	sr_cm_local_params(s, conn_param, &s->loc);
+	/* a peer offering only the Read RTR needs one IRD slot for it, whatever was asked */
+	if (s->peer.enhanced && s->peer.p2p && s->peer.rtr == SR_MPA_RTR_READ && !s->loc.ird)
+		s->loc.ird = 1;
+	if (sr_mpa_respond(&s->peer, &s->loc, &rep, &s->mpa) < 0) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return sr_cm_fail(EINVAL); /* refused at request time already; cannot happen */
+	}
+	s->have_mpa = true;
+	n = sr_mpa_build_frame(frame, sizeof(frame), &rep,
+			       pd_len ? conn_param->private_data : NULL, pd_len);
+	if (n < 0) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return sr_cm_fail(EINVAL);
+	}
+	sr_cm_id_hold(s);
+	pthread_mutex_unlock(&sr_cm_lock);
+
+	/* Upstream moves the QP before its REP: the peer may send the moment it has our Reply. */
+	if (id->qp) {
+		err = sr_cm_qp_to_rts(s, qp);
+		if (err)
+			goto fail;
+	}
+
+	pthread_mutex_lock(&sr_cm_lock);
+	c = s->conn;
+	fd = c && !c->dead ? c->sock.fd : -1;
+	pthread_mutex_unlock(&sr_cm_lock);
+	err = fd < 0 ? -ECONNABORTED : sr_cm_send_frame(fd, frame, (size_t)n);
+	if (err) {
+		pthread_mutex_lock(&sr_cm_lock);
+		c = s->conn;
+		if (c && !sr_cm_conn_claim(c))
+			c = NULL;
+		s->state = SR_CM_FAILED;
+		pthread_mutex_unlock(&sr_cm_lock);
+		if (c)
+			sr_cm_conn_destroy(c);
+		sr_cm_qp_to_err(qp);
+		goto fail;
+	}
+
+	memset(&est, 0, sizeof(est));
+	est.initiator_depth = (uint8_t)SR_MIN(s->mpa.ird, 255);
+	est.responder_resources = (uint8_t)SR_MIN(s->mpa.ord, 255);
+	err = sr_cm_start_stream(s, qp, false, true, &est);
+	if (err)
+		goto fail;
+	sr_cm_id_unhold(s);
+	return sync ? sr_cm_sync_wait(s) : 0;
+fail:
+	sr_cm_id_unhold(s);
+	return sr_cm_fail(err == -EPIPE ? ECONNRESET : -err);
+}
+
+SR_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
+			  uint8_t private_data_len)
+{
+	struct sr_cm_conn *c;
+	struct sr_cm_id *s;
+	size_t len = private_data ? private_data_len : 0;
+
+	if (!id)
+		return sr_cm_fail(EINVAL);
+	s = to_sr_id(id);
+	pthread_mutex_lock(&sr_cm_lock);
+	c = s->conn;
+	if (s->state != SR_CM_CONN_RECV || !c || s->listener ||
+	    len > sr_cm_pd_max(s->peer.enhanced) || !sr_cm_conn_claim(c)) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return sr_cm_fail(EINVAL);
+	}
+	s->state = SR_CM_FAILED;
+	pthread_mutex_unlock(&sr_cm_lock);
+	/* No local event; the peer gets REJECTED with this private data. */
+	sr_cm_send_reject(c->sock.fd, &s->peer, private_data, len);
+	sr_cm_conn_destroy(c);
+	return 0;
+}
+
+SR_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
+			      uint8_t private_data_len)
+{
+	return rdma_reject(id, private_data, private_data_len);
+}

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+/*
+ * QP-less connections: the CM owns the socket after the MPA exchange and only watches for
+ * the stream's end (either side's FIN, an error, or our disconnect timer), reporting one
+ * DISCONNECTED. Bytes a peer with a real QP sends (its RTR) are read and dropped.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cm/cm_priv.h"
+#include "common/sr_log.h"
+
+/* -------------------------------------------- QP-less stream: its end -- */
+
+static void sr_cm_stream_end(struct sr_cm_conn *c)
+{
+	struct sr_cm_id *id = c->id;
+
+	sr_cm_conn_claim(c);
+	if (id)
+		sr_cm_closed_locked(id);
+	pthread_mutex_unlock(&sr_cm_lock);
+	sr_cm_conn_destroy(c); /* our FIN goes out now if it had not */
+}
+
+void sr_cm_stream_io(struct sr_cm_conn *c, uint32_t events)
+{
+	bool end = events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP);
+	uint8_t scratch[4096];
+
+	pthread_mutex_lock(&sr_cm_lock);
+	if (c->dead) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return;
+	}
+	/* A peer with a real QP may send an RTR or data: nobody here wants it. */
+	for (int i = 0; i < 16 && !end; i++) {
+		ssize_t n = recv(c->sock.fd, scratch, sizeof(scratch), MSG_DONTWAIT);
+
+		if (n > 0)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			break;
+		end = true;
+	}
+	if (end) {
+		sr_cm_stream_end(c); /* unlocks */
+		return;
+	}
+	pthread_mutex_unlock(&sr_cm_lock);
+}
+
+void sr_cm_stream_timeout(struct sr_cm_conn *c)
+{
+	pthread_mutex_lock(&sr_cm_lock);
+	if (c->dead) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return;
+	}
+	sr_cm_stream_end(c); /* the peer never sent its FIN: give up on it */
+}
+
+int sr_cm_stream_shutdown(struct sr_cm_conn *c)
+{
+	if (c->shut_wr)
+		return 0;
+	c->shut_wr = true;
+	shutdown(c->sock.fd, SHUT_WR);
+	return sr_cm_conn_arm_timer(c, SR_CM_DISCONNECT_TIMEOUT_MS);
+}

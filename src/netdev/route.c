@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Route and address queries: one RTM_GETROUTE request per lookup (what `ip route get`
+ * does) and an RTM_GETADDR dump for address ownership, each over a short-lived
+ * NETLINK_ROUTE socket so callers on any thread need no shared state.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <linux/rtnetlink.h>
+#include <netlink/addr.h>
+#include <netlink/attr.h>
+#include <netlink/cache.h>
+#include <netlink/msg.h>
+#include <netlink/netlink.h>
+#include <netlink/route/addr.h>
+
+#include "netdev/sr_route.h"
+
+unsigned int sr_addr_len(const struct sockaddr *sa)
+{
+	if (!sa)
+		return 0;
+	switch (sa->sa_family) {
+	case AF_INET:
+		return sizeof(struct sockaddr_in);
+	case AF_INET6:
+		return sizeof(struct sockaddr_in6);
+	default:
+		return 0;
+	}
+}
+
+bool sr_addr_is_any(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+	return false;
+}
+
+bool sr_addr_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		if (IN6_IS_ADDR_LOOPBACK(a))
+			return true;
+		/* ::ffff:127.x.y.z is loopback too */
+		return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+	}
+	return false;
+}
+
+bool sr_addr_is_v4mapped(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
+static const void *sr_addr_bytes(const struct sockaddr *sa, unsigned int *len)
+{
+	if (sa->sa_family == AF_INET) {
+		*len = 4;
+		return &((const struct sockaddr_in *)sa)->sin_addr;
+	}
+	*len = 16;
+	return &((const struct sockaddr_in6 *)sa)->sin6_addr;
+}
+
+static void sr_addr_set_bytes(struct sockaddr_storage *ss, int family, const void *bytes)
+{
+	memset(ss, 0, sizeof(*ss));
+	ss->ss_family = family;
+	if (family == AF_INET)
+		memcpy(&((struct sockaddr_in *)ss)->sin_addr, bytes, 4);
+	else
+		memcpy(&((struct sockaddr_in6 *)ss)->sin6_addr, bytes, 16);
+}
+
+static int sr_route_sock(struct nl_sock **sk)
+{
+	*sk = nl_socket_alloc();
+	if (!*sk)
+		return -ENOMEM;
+	if (nl_connect(*sk, NETLINK_ROUTE) < 0) {
+		nl_socket_free(*sk);
+		return -EIO;
+	}
+	return 0;
+}
+
+struct sr_route_req {
+	struct sr_route *out;
+	int family;
+	int err;      /* from an NLMSG_ERROR reply (negative errno) */
+	bool got;
+	bool have_src;
+};
+
+static int sr_route_valid(struct nl_msg *msg, void *arg)
+{
+	struct sr_route_req *r = arg;
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
+	struct nlattr *tb[RTA_MAX + 1];
+	struct rtmsg *rtm;
+
+	if (nlh->nlmsg_type != RTM_NEWROUTE)
+		return NL_OK;
+	if (nlmsg_parse(nlh, sizeof(*rtm), tb, RTA_MAX, NULL) < 0)
+		return NL_SKIP;
+	rtm = nlmsg_data(nlh);
+	r->got = true;
+	switch (rtm->rtm_type) {
+	case RTN_LOCAL:
+		r->out->local = true;
+		break;
+	case RTN_UNICAST:
+		break;
+	case RTN_UNREACHABLE:
+	case RTN_BLACKHOLE:
+		r->err = -ENETUNREACH;
+		return NL_STOP;
+	case RTN_PROHIBIT:
+		r->err = -EHOSTUNREACH;
+		return NL_STOP;
+	default:
+		/* broadcast, multicast, anycast: not a unicast stream destination */
+		r->err = -ENETUNREACH;
+		return NL_STOP;
+	}
+	if (tb[RTA_OIF])
+		r->out->oif = (int)nla_get_u32(tb[RTA_OIF]);
+	if (tb[RTA_PREFSRC] &&
+	    nla_len(tb[RTA_PREFSRC]) == (r->family == AF_INET ? 4 : 16)) {
+		sr_addr_set_bytes(&r->out->src, r->family, nla_data(tb[RTA_PREFSRC]));
+		r->have_src = true;
+	}
+	return NL_OK;
+}
+
+static int sr_route_error(struct sockaddr_nl *nla, struct nlmsgerr *err, void *arg)
+{
+	struct sr_route_req *r = arg;
+
+	r->err = err->error < 0 ? err->error : -err->error;
+	return NL_STOP;
+}
+
+/*
+ * The kernel leaves RTA_PREFSRC out when no address is preferred; a connected UDP socket
+ * asks it for the source it would use (no packet is sent).
+ */
+static int sr_route_src_by_udp(const struct sockaddr *dst, const struct sockaddr *src, int oif,
+			       struct sockaddr_storage *out)
+{
+	struct sockaddr_storage d;
+	socklen_t len = sizeof(*out);
+	int fd, err = 0;
+
+	memcpy(&d, dst, sr_addr_len(dst));
+	if (d.ss_family == AF_INET)
+		((struct sockaddr_in *)&d)->sin_port = htons(9);
+	else
+		((struct sockaddr_in6 *)&d)->sin6_port = htons(9);
+	fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (oif > 0 && dst->sa_family == AF_INET6 && !((struct sockaddr_in6 *)&d)->sin6_scope_id)
+		((struct sockaddr_in6 *)&d)->sin6_scope_id = (uint32_t)oif;
+	if (src && !sr_addr_is_any(src) && bind(fd, src, sr_addr_len(src)) < 0)
+		err = -errno;
+	if (!err && connect(fd, (struct sockaddr *)&d, sr_addr_len(dst)) < 0)
+		err = -errno;
+	if (!err && getsockname(fd, (struct sockaddr *)out, &len) < 0)
+		err = -errno;
+	close(fd);
+	if (err)
+		return err;
+	if (out->ss_family == AF_INET)
+		((struct sockaddr_in *)out)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)out)->sin6_port = 0;
+	return 0;
+}
+
+static bool sr_is_link_local(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_LINKLOCAL(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+}
+
+int sr_route_lookup(const struct sockaddr *dst, const struct sockaddr *src, int oif,
+		    struct sr_route *out)
+{
+	struct sr_route_req r = { .out = out };
+	struct rtmsg rtm = { 0 };
+	struct nl_sock *sk;
+	struct nl_msg *msg;
+	const void *bytes;
+	unsigned int blen;
+	int err, owner;
+
+	if (!dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
+		return -EINVAL;
+	if (src && !sr_addr_is_any(src) && src->sa_family != dst->sa_family)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	r.family = dst->sa_family;
+	if (!oif && sr_is_link_local(dst))
+		oif = (int)((const struct sockaddr_in6 *)dst)->sin6_scope_id;
+	if (!oif && src && sr_is_link_local(src))
+		oif = (int)((const struct sockaddr_in6 *)src)->sin6_scope_id;
+	if (sr_is_link_local(dst) && !oif)
+		return -EINVAL;
+
+	err = sr_route_sock(&sk);
+	if (err)
+		return err;
+	nl_socket_disable_auto_ack(sk);
+	msg = nlmsg_alloc_simple(RTM_GETROUTE, 0);
+	if (!msg) {
+		nl_socket_free(sk);
+		return -ENOMEM;
+	}
+	rtm.rtm_family = (unsigned char)dst->sa_family;
+	bytes = sr_addr_bytes(dst, &blen);
+	rtm.rtm_dst_len = (unsigned char)(blen * 8);
+	err = nlmsg_append(msg, &rtm, sizeof(rtm), NLMSG_ALIGNTO) < 0 ? -ENOMEM : 0;
+	if (!err && nla_put(msg, RTA_DST, (int)blen, bytes) < 0)
+		err = -ENOMEM;
+	if (!err && src && !sr_addr_is_any(src)) {
+		bytes = sr_addr_bytes(src, &blen);
+		if (nla_put(msg, RTA_SRC, (int)blen, bytes) < 0)
+			err = -ENOMEM;
+	}
+	if (!err && oif > 0 && nla_put_u32(msg, RTA_OIF, (uint32_t)oif) < 0)
+		err = -ENOMEM;
+	if (!err) {
+		nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, sr_route_valid, &r);
+		nl_socket_modify_err_cb(sk, NL_CB_CUSTOM, sr_route_error, &r);
+		if (nl_send_auto(sk, msg) < 0)
+			err = -EIO;
+	}
+	nlmsg_free(msg);
+	if (!err && nl_recvmsgs_default(sk) < 0 && !r.err)
+		err = -EIO;
+	nl_socket_free(sk);
+	if (err)
+		return err;
+	if (r.err)
+		return r.err;
+	if (!r.got)
+		return -EIO;
+
+	if (!r.have_src) {
+		if (src && !sr_addr_is_any(src)) {
+			memcpy(&out->src, src, sr_addr_len(src));
+		} else {
+			err = sr_route_src_by_udp(dst, src, oif ? oif : out->oif, &out->src);
+			if (err)
+				return err;
+		}
+	}
+	if (out->src.ss_family == AF_INET)
+		((struct sockaddr_in *)&out->src)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&out->src)->sin6_port = 0;
+	if (out->src.ss_family == AF_INET6 &&
+	    sr_is_link_local((struct sockaddr *)&out->src))
+		((struct sockaddr_in6 *)&out->src)->sin6_scope_id = (uint32_t)out->oif;
+
+	out->dev_ifindex = out->oif;
+	if (out->local) {
+		owner = sr_addr_owner(dst);
+		if (owner > 0)
+			out->dev_ifindex = owner;
+	}
+	return 0;
+}
+
+int sr_addr_owner(const struct sockaddr *addr)
+{
+	struct nl_cache *cache = NULL;
+	struct nl_object *obj;
+	struct nl_sock *sk;
+	const void *want;
+	unsigned int wlen;
+	uint32_t scope = 0;
+	int err, found = -EADDRNOTAVAIL;
+
+	if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+		return -EINVAL;
+	want = sr_addr_bytes(addr, &wlen);
+	if (sr_is_link_local(addr))
+		scope = ((const struct sockaddr_in6 *)addr)->sin6_scope_id;
+	err = sr_route_sock(&sk);
+	if (err)
+		return err;
+	if (rtnl_addr_alloc_cache(sk, &cache) < 0) {
+		nl_socket_free(sk);
+		return -EIO;
+	}
+	for (obj = nl_cache_get_first(cache); obj; obj = nl_cache_get_next(obj)) {
+		struct rtnl_addr *a = (struct rtnl_addr *)obj;
+		struct nl_addr *local = rtnl_addr_get_local(a);
+
+		if (rtnl_addr_get_family(a) != addr->sa_family || !local)
+			continue;
+		if (nl_addr_get_len(local) != wlen ||
+		    memcmp(nl_addr_get_binary_addr(local), want, wlen) != 0)
+			continue;
+		if (scope && (uint32_t)rtnl_addr_get_ifindex(a) != scope)
+			continue;
+		found = rtnl_addr_get_ifindex(a);
+		break;
+	}
+	nl_cache_free(cache);
+	nl_socket_free(sk);
+	return found;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * IP route and address queries over rtnetlink, in the caller's network namespace. The
+ * connection manager uses them to pick the source address of a connection and the interface
+ * (= soft iWARP device) it leaves through, as the kernel's rdma_resolve_ip() does.
+ */
+#ifndef SR_ROUTE_H
+#define SR_ROUTE_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+struct sr_route {
+	int oif;                     /* egress interface the kernel chose (lo for local) */
+	/*
+	 * The interface whose device serves the connection: for a local destination (one of
+	 * our own addresses) the interface owning that address, as the kernel CM does, else
+	 * the egress interface. Loopback addresses resolve to lo.
+	 */
+	int dev_ifindex;
+	bool local;                  /* destination is an address of this host */
+	struct sockaddr_storage src; /* source address (port 0) */
+};
+
+/*
+ * Route from @src (may be NULL or a wildcard) to @dst (AF_INET or AF_INET6), optionally
+ * forced out of @oif (0 = any; IPv6 link-local destinations use their scope id when 0).
+ * Returns 0 or a negative errno: -ENETUNREACH/-EHOSTUNREACH (no route), -EINVAL (bad
+ * family or a link-local destination without an interface), -EIO (netlink failure).
+ */
+int sr_route_lookup(const struct sockaddr *dst, const struct sockaddr *src, int oif,
+		    struct sr_route *out);
+
+/*
+ * Interface that owns @addr (exact address match; for IPv6 link-local addresses with a
+ * scope id, on that interface). Returns the ifindex, -EADDRNOTAVAIL when no interface has
+ * it, or another negative errno.
+ */
+int sr_addr_owner(const struct sockaddr *addr);
+
+/* Helpers on sockaddrs (AF_INET / AF_INET6 only). */
+bool sr_addr_is_any(const struct sockaddr *sa);
+bool sr_addr_is_loopback(const struct sockaddr *sa);
+bool sr_addr_is_v4mapped(const struct sockaddr *sa);
+/* Length of the sockaddr for its family, 0 for an unsupported family. */
+unsigned int sr_addr_len(const struct sockaddr *sa);
+
+#endif

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# rdma_cm between two network namespaces joined by a veth pair, QP-less ids: IPv4, IPv6
+# global and link-local (scope id), the device of each side is the veth end's, an id
+# connecting to its own namespace's veth address uses that interface's device (not lo),
+# and an unroutable destination fails rdma_resolve_addr at once.
+. "$(dirname "$0")/../lib.sh"
+sr_need_cmd ip ss
+sr_need_root
+T="$SR_TESTBIN/cm_basic"
+[ -x "$T" ] || sr_fail "no $T"
+
+a=$(sr_netns_add cma)
+b=$(sr_netns_add cmb)
+ip link add sr0 netns "$a" type veth peer name sr1 netns "$b" || sr_fail "veth"
+ip -n "$a" addr add 10.77.0.1/24 dev sr0
+ip -n "$b" addr add 10.77.0.2/24 dev sr1
+ip -n "$a" addr add fd77::1/64 dev sr0 nodad
+ip -n "$b" addr add fd77::2/64 dev sr1 nodad
+ip -n "$a" addr add fe80::77:1/64 dev sr0 nodad
+ip -n "$b" addr add fe80::77:2/64 dev sr1 nodad
+for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
+ip -n "$a" link set sr0 up
+ip -n "$b" link set sr1 up
+
+inns() { local ns=$1; shift; ip netns exec "$ns" env ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
+	ASAN_OPTIONS=detect_leaks=0 "$@"; }
+
+# pair <server ns> <server addr> <server dev> <client ns> <connect addr> <client dev> <port>
+pair() {
+	local sns=$1 saddr=$2 sdev=$3 cns=$4 caddr=$5 cdev=$6 port=$7 out spid i
+	out=$(mktemp)
+	inns "$sns" "$T" serve "$saddr" "$port" "$sdev" >"$out" 2>&1 &
+	spid=$!
+	for i in $(seq 100); do grep -q LISTENING "$out" && break; sleep 0.05; done
+	grep -q LISTENING "$out" || { cat "$out"; sr_fail "server on $saddr did not listen"; }
+	inns "$cns" "$T" dial "$caddr" "$port" "$cdev" || { cat "$out"; sr_fail "dial $caddr"; }
+	wait "$spid" || { cat "$out"; sr_fail "server $saddr"; }
+	rm -f "$out"
+	echo "ok: $caddr ($cdev -> $sdev)"
+}
+
+pair "$a" 10.77.0.1 sriw_sr0 "$b" 10.77.0.1 sriw_sr1 17801
+pair "$a" fd77::1 sriw_sr0 "$b" fd77::1 sriw_sr1 17802
+pair "$a" "fe80::77:1%sr0" sriw_sr0 "$b" "fe80::77:1%sr1" sriw_sr1 17803
+# our own veth address from inside its namespace: the owning interface's device
+pair "$a" 10.77.0.1 sriw_sr0 "$a" 10.77.0.1 sriw_sr0 17804
+# loopback in a namespace
+pair "$a" 127.0.0.1 "" "$a" 127.0.0.1 sriw_lo 17805
+inns "$b" "$T" noroute 10.99.0.1 || sr_fail "noroute"
+sr_pass "rdma_cm across namespaces: v4, v6, link-local, own address, loopback, no route"

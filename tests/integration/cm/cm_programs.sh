@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Unmodified Debian rdma_cm programs that stress the connection manager through our
+# libraries: ucmatose (several connections, channel migration, IPv6) and cmtime (many
+# connections at once; its server never exits and is stopped here).
+# usage: cm_programs.sh ucmatose4|ucmatose6m|cmtime
+. "$(dirname "$0")/../lib.sh"
+case "$1" in
+ucmatose*) sr_need_cmd ucmatose ;;
+cmtime) sr_need_cmd cmtime ;;
+*) sr_fail "unknown case $1" ;;
+esac
+port=$((20000 + RANDOM % 20000))
+slog=$(mktemp)
+clog=$(mktemp)
+trap 'rm -f "$slog" "$clog"; sr_cleanup' EXIT
+
+show() { echo "--- server"; cat "$slog"; echo "--- client"; cat "$clog"; }
+
+case "$1" in
+ucmatose4)
+	sr_run timeout 60 ucmatose -p "$port" -c 4 -C 20 >"$slog" 2>&1 &
+	spid=$!
+	sleep 0.5
+	sr_run timeout 60 ucmatose -s 127.0.0.1 -p "$port" -c 4 -C 20 >"$clog" 2>&1
+	crc=$?
+	wait "$spid"
+	src=$?
+	;;
+ucmatose6m)
+	sr_run timeout 60 ucmatose -b ::1 -p "$port" -c 2 -m >"$slog" 2>&1 &
+	spid=$!
+	sleep 0.5
+	sr_run timeout 60 ucmatose -s ::1 -p "$port" -c 2 -m >"$clog" 2>&1
+	crc=$?
+	wait "$spid"
+	src=$?
+	grep -q "migrating to new event channel" "$clog" || { show; sr_fail "no migration"; }
+	;;
+cmtime)
+	# env execs timeout, so $! is timeout itself and the kill below reaches cmtime
+	env LD_LIBRARY_PATH="$SR_LIBDIR" ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
+		ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
+		timeout 60 cmtime -p "$port" >"$slog" 2>&1 &
+	spid=$!
+	sleep 0.5
+	sr_run timeout 60 cmtime -s 127.0.0.1 -p "$port" -c 100 >"$clog" 2>&1
+	crc=$?
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	src=0
+	grep -q "^connect " "$clog" || { show; sr_fail "no timing table"; }
+	grep -q "error" "$clog" && { show; sr_fail "errors reported"; }
+	;;
+esac
+[ "$crc" -eq 0 ] || { show; sr_fail "client exited $crc"; }
+[ "$src" -eq 0 ] || { show; sr_fail "server exited $src"; }
+case "$1" in
+ucmatose*)
+	grep -q "return status 0" "$clog" && grep -q "return status 0" "$slog" ||
+		{ show; sr_fail "no clean finish"; }
+	;;
+esac
+sr_pass "$1"

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/* Small helpers shared by the rdma_cm integration test programs. */
+#ifndef CM_TEST_H
+#define CM_TEST_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <rdma/rdma_cma.h>
+
+#define CT_FAIL(...)                                                       \
+	do {                                                               \
+		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);       \
+		fprintf(stderr, __VA_ARGS__);                              \
+		fprintf(stderr, "\n");                                     \
+		return 1;                                                  \
+	} while (0)
+
+#define CT_CHECK(cond)                                                     \
+	do {                                                               \
+		if (!(cond))                                               \
+			CT_FAIL("%s (errno %d %s)", #cond, errno, strerror(errno)); \
+	} while (0)
+
+/* Next event on ch within ms, or NULL (timeout). */
+static inline struct rdma_cm_event *ct_get(struct rdma_event_channel *ch, int ms)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+
+	if (poll(&p, 1, ms) <= 0)
+		return NULL;
+	if (rdma_get_cm_event(ch, &ev))
+		return NULL;
+	return ev;
+}
+
+/* Wait for an event of the given type; prints what came instead. */
+static inline struct rdma_cm_event *ct_expect(struct rdma_event_channel *ch,
+					      enum rdma_cm_event_type type, int ms)
+{
+	struct rdma_cm_event *ev = ct_get(ch, ms);
+
+	if (!ev) {
+		fprintf(stderr, "  no event (wanted %s)\n", rdma_event_str(type));
+		return NULL;
+	}
+	if (ev->event != type) {
+		fprintf(stderr, "  got %s status %d (wanted %s)\n", rdma_event_str(ev->event),
+			ev->status, rdma_event_str(type));
+		rdma_ack_cm_event(ev);
+		return NULL;
+	}
+	return ev;
+}
+
+/* Fill a sockaddr from text + port. */
+static inline int ct_addr(const char *ip, int port, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (strchr(ip, ':')) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+		char buf[128], *pct;
+
+		snprintf(buf, sizeof(buf), "%s", ip);
+		pct = strchr(buf, '%');
+		if (pct) {
+			*pct = 0;
+			s6->sin6_scope_id = if_nametoindex(pct + 1);
+		}
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+		return inet_pton(AF_INET6, buf, &s6->sin6_addr) == 1 ? 0 : -1;
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)port);
+		return inet_pton(AF_INET, ip, &s4->sin_addr) == 1 ? 0 : -1;
+	}
+}
+
+#endif
