@@ -2,7 +2,10 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "common/sr_config.h"
@@ -43,6 +46,33 @@ static void table_is_documented(void **state)
 	}
 }
 
+/* docs/CONFIG.md must list exactly the registered tunables. */
+static void docs_list_every_tunable(void **state)
+{
+	unsigned int n;
+	const struct sr_tunable *t = sr_config_table(&n);
+	FILE *f = fopen(SR_SRCDIR "/docs/CONFIG.md", "r");
+	char line[1024];
+	unsigned int rows = 0;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		bool known = false;
+
+		if (strncmp(line, "| `SOFTRDMA_", 12) != 0)
+			continue;
+		rows++;
+		for (unsigned int i = 0; i < n; i++) {
+			size_t l = strlen(t[i].name);
+
+			known |= strncmp(line + 3, t[i].name, l) == 0 && line[3 + l] == '`';
+		}
+		assert_true(known);
+	}
+	fclose(f);
+	assert_int_equal(rows, n);
+}
+
 struct item {
 	int v;
 	struct sr_list node;
@@ -74,6 +104,7 @@ int main(void)
 		cmocka_unit_test(defaults_and_overrides),
 		cmocka_unit_test(unknown_names_are_not_tunables),
 		cmocka_unit_test(table_is_documented),
+		cmocka_unit_test(docs_list_every_tunable),
 		cmocka_unit_test(list_basics),
 	};
 

@@ -1,0 +1,518 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Data-path integration tests over rdma_cm: dp_test <case>. Every transfer is byte-checked;
+ * every error case checks the documented completion and that memory outside the target
+ * region was not touched (guard zones around registered windows).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "dp_common.h"
+
+#define GUARD 4096
+#define MR_RW (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+
+/* A buffer with a guard zone on each side filled with 0xA5. */
+static uint8_t *guarded(size_t len)
+{
+	uint8_t *b = mmap(NULL, len + 2 * GUARD, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	DP_CHECK(b != MAP_FAILED, "mmap %zu", len);
+	memset(b, 0xA5, GUARD);
+	memset(b + GUARD + len, 0xA5, GUARD);
+	return b + GUARD;
+}
+
+static void guards_intact(const uint8_t *p, size_t len)
+{
+	for (size_t i = 1; i <= GUARD; i++)
+		DP_CHECK(p[-(ssize_t)i] == 0xA5, "guard before the region touched at -%zu", i);
+	for (size_t i = 0; i < GUARD; i++)
+		DP_CHECK(p[len + i] == 0xA5, "guard after the region touched at +%zu", i);
+}
+
+/* Client writes `len` bytes into the server's region, then a Send tells the server. */
+static void case_write(size_t len)
+{
+	struct dp_pair p;
+	uint8_t *src = guarded(len), *dst = guarded(len), note[8], hello[8] = "written";
+	struct ibv_mr *smr, *dmr, *nmr, *hmr;
+	struct ibv_wc wc;
+
+	dp_connect(&p, NULL);
+	smr = dp_reg(p.cli.pd, src, len, IBV_ACCESS_LOCAL_WRITE);
+	hmr = dp_reg(p.cli.pd, hello, sizeof(hello), IBV_ACCESS_LOCAL_WRITE);
+	dmr = dp_reg(p.srv.pd, dst, len, MR_RW);
+	nmr = dp_reg(p.srv.pd, note, sizeof(note), IBV_ACCESS_LOCAL_WRITE);
+	dp_fill(src, len, (uint32_t)len);
+	memset(dst, 0, len);
+	dp_post_recv(&p.srv, 7, nmr, note, sizeof(note));
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_RDMA_WRITE, 1, smr, src, (uint32_t)len,
+			      (uintptr_t)dst, dmr->rkey, IBV_SEND_SIGNALED) == 0, "post write");
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, 2, hmr, hello, 8, 0, 0, IBV_SEND_SIGNALED) == 0,
+		 "post send");
+	wc = dp_wait_wc(p.cli.cq, 60000);
+	DP_CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1 && wc.opcode == IBV_WC_RDMA_WRITE,
+		 "write wc status %s wr_id %llu", ibv_wc_status_str(wc.status),
+		 (unsigned long long)wc.wr_id);
+	wc = dp_wait_wc(p.cli.cq, 60000);
+	DP_CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 2, "send wc");
+	wc = dp_wait_wc(p.srv.cq, 60000);
+	DP_CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && wc.byte_len == 8,
+		 "recv wc %s len %u", ibv_wc_status_str(wc.status), wc.byte_len);
+	/* The Send followed the Write on the same stream: the Write is placed. */
+	DP_CHECK(dp_check(dst, len, (uint32_t)len), "written data differs");
+	guards_intact(dst, len);
+	DP_CHECK(!memcmp(note, "written", 8), "notification differs");
+	ibv_dereg_mr(smr);
+	ibv_dereg_mr(hmr);
+	ibv_dereg_mr(dmr);
+	ibv_dereg_mr(nmr);
+	dp_disconnect(&p);
+}
+
+static void case_read(size_t len)
+{
+	struct dp_pair p;
+	uint8_t *src = guarded(len), *dst = guarded(len);
+	struct ibv_mr *smr, *dmr;
+	struct ibv_wc wc;
+
+	dp_connect(&p, NULL);
+	smr = dp_reg(p.srv.pd, src, len, MR_RW);
+	dmr = dp_reg(p.cli.pd, dst, len, IBV_ACCESS_LOCAL_WRITE);
+	dp_fill(src, len, (uint32_t)len + 1);
+	memset(dst, 0, len);
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_RDMA_READ, 3, dmr, dst, (uint32_t)len,
+			      (uintptr_t)src, smr->rkey, IBV_SEND_SIGNALED) == 0, "post read");
+	wc = dp_wait_wc(p.cli.cq, 60000);
+	DP_CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_READ && wc.wr_id == 3,
+		 "read wc %s", ibv_wc_status_str(wc.status));
+	DP_CHECK(wc.byte_len == len, "read byte_len %u", wc.byte_len);
+	DP_CHECK(dp_check(dst, len, (uint32_t)len + 1), "read data differs");
+	guards_intact(dst, len);
+	ibv_dereg_mr(smr);
+	ibv_dereg_mr(dmr);
+	dp_disconnect(&p);
+}
+
+/* Sends of several sizes with 3 SGEs gathered and 2 SGEs scattered. */
+static void case_send_sge(void)
+{
+	static const uint32_t sizes[] = { 1, 100, 4096, 65536, 1 << 20 };
+	struct dp_pair p;
+	size_t max = 1 << 20;
+	uint8_t *src = guarded(max), *dst = guarded(max + 64);
+	struct ibv_mr *smr, *dmr;
+
+	dp_connect(&p, NULL);
+	smr = dp_reg(p.cli.pd, src, max, IBV_ACCESS_LOCAL_WRITE);
+	dmr = dp_reg(p.srv.pd, dst, max + 64, IBV_ACCESS_LOCAL_WRITE);
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint32_t len = sizes[i], a = len / 3, b = len / 3, c = len - a - b, half = len / 2;
+		struct ibv_sge ss[3] = {
+			{ (uintptr_t)src, a, smr->lkey },
+			{ (uintptr_t)src + a, b, smr->lkey },
+			{ (uintptr_t)src + a + b, c, smr->lkey },
+		};
+		/* the receive spans two SGEs with a gap between them in memory */
+		struct ibv_sge rs[2] = {
+			{ (uintptr_t)dst, half, dmr->lkey },
+			{ (uintptr_t)dst + half + 32, len - half + 16, dmr->lkey },
+		};
+		struct ibv_send_wr sw = { .wr_id = i, .sg_list = ss, .num_sge = 3,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bs;
+		struct ibv_recv_wr rw = { .wr_id = 100 + i, .sg_list = rs, .num_sge = 2 }, *br;
+		struct ibv_wc wc;
+
+		memset(dst, 0, max + 64);
+		dp_fill(src, len, len);
+		DP_CHECK(ibv_post_recv(p.srv.id->qp, &rw, &br) == 0, "post_recv");
+		DP_CHECK(ibv_post_send(p.cli.id->qp, &sw, &bs) == 0, "post_send");
+		wc = dp_wait_wc(p.cli.cq, 30000);
+		DP_CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, "send wc");
+		wc = dp_wait_wc(p.srv.cq, 30000);
+		DP_CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == len && wc.wr_id == 100 + i,
+			 "recv wc %s len %u", ibv_wc_status_str(wc.status), wc.byte_len);
+		DP_CHECK(dp_check(dst, half, len), "first receive SGE differs");
+		for (int k = 0; k < 32; k++)
+			DP_CHECK(dst[half + k] == 0, "gap between receive SGEs touched");
+		{
+			uint8_t *tmp = malloc(len);
+
+			memcpy(tmp, dst, half);
+			memcpy(tmp + half, dst + half + 32, len - half);
+			DP_CHECK(dp_check(tmp, len, len), "scattered data differs");
+			free(tmp);
+		}
+		DP_CHECK(dst[half + 32 + (len - half)] == 0, "receive wrote past the message");
+	}
+	ibv_dereg_mr(smr);
+	ibv_dereg_mr(dmr);
+	dp_disconnect(&p);
+}
+
+/* Inline data is taken at post time: changing the buffer afterwards changes nothing. */
+static void case_inline(void)
+{
+	struct dp_opts o = { .max_inline = 64 };
+	struct dp_pair p;
+	uint8_t msg[64], got[64];
+	struct ibv_mr *rmr;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+	struct ibv_wc wc;
+
+	dp_connect(&p, &o);
+	DP_CHECK(ibv_query_qp(p.cli.id->qp, &qa, IBV_QP_CAP, &qia) == 0, "query_qp");
+	DP_CHECK(qa.cap.max_inline_data >= 64, "max_inline_data %u", qa.cap.max_inline_data);
+	rmr = dp_reg(p.srv.pd, got, sizeof(got), IBV_ACCESS_LOCAL_WRITE);
+	dp_post_recv(&p.srv, 1, rmr, got, sizeof(got));
+	dp_fill(msg, sizeof(msg), 42);
+	/* no MR at all for an inline send */
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, 1, NULL, msg, sizeof(msg), 0, 0,
+			      IBV_SEND_INLINE | IBV_SEND_SIGNALED) == 0, "post inline");
+	memset(msg, 0, sizeof(msg));
+	wc = dp_wait_wc(p.srv.cq, 10000);
+	DP_CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 64, "recv wc");
+	DP_CHECK(dp_check(got, sizeof(got), 42), "inline data differs");
+	wc = dp_wait_wc(p.cli.cq, 10000);
+	DP_CHECK(wc.status == IBV_WC_SUCCESS, "send wc");
+	/* more than max_inline_data is refused at post time */
+	{
+		uint8_t big[1024];
+
+		DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, 2, NULL, big, sizeof(big), 0, 0,
+				      IBV_SEND_INLINE) == EINVAL, "oversized inline accepted");
+	}
+	ibv_dereg_mr(rmr);
+	dp_disconnect(&p);
+}
+
+static void case_srq(void)
+{
+	struct dp_opts o = { .srv_srq = true };
+	struct dp_pair p;
+	uint8_t src[256], dst[16][256];
+	struct ibv_mr *smr, *dmr;
+
+	dp_connect(&p, &o);
+	smr = dp_reg(p.cli.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	dmr = dp_reg(p.srv.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE);
+	for (int i = 0; i < 16; i++)
+		dp_post_recv(&p.srv, (uint64_t)i, dmr, dst[i], sizeof(dst[i]));
+	for (int i = 0; i < 16; i++) {
+		struct ibv_wc wc;
+
+		dp_fill(src, sizeof(src), 1000 + i);
+		DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, i, smr, src, sizeof(src), 0, 0,
+				      IBV_SEND_SIGNALED) == 0, "post");
+		wc = dp_wait_wc(p.cli.cq, 10000);
+		DP_CHECK(wc.status == IBV_WC_SUCCESS, "send wc");
+		wc = dp_wait_wc(p.srv.cq, 10000);
+		DP_CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)i, "srq recv wc");
+		DP_CHECK(dp_check(dst[i], sizeof(dst[i]), 1000 + i), "srq data %d differs", i);
+	}
+	ibv_dereg_mr(smr);
+	ibv_dereg_mr(dmr);
+	dp_disconnect(&p);
+}
+
+/* A CQ armed for solicited completions only wakes for the solicited Send. */
+static void case_solicited(void)
+{
+	struct dp_pair p;
+	uint8_t src[8], dst[2][8];
+	struct ibv_mr *smr, *dmr;
+	struct pollfd pfd;
+	struct ibv_cq *ecq;
+	void *ectx;
+
+	dp_connect(&p, NULL);
+	smr = dp_reg(p.cli.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	dmr = dp_reg(p.srv.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE);
+	dp_post_recv(&p.srv, 0, dmr, dst[0], 8);
+	dp_post_recv(&p.srv, 1, dmr, dst[1], 8);
+	fcntl(p.srv.ch->fd, F_SETFL, O_NONBLOCK);
+	DP_CHECK(ibv_req_notify_cq(p.srv.cq, 1) == 0, "req_notify solicited");
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, 0, smr, src, 8, 0, 0, 0) == 0, "post");
+	pfd = (struct pollfd){ .fd = p.srv.ch->fd, .events = POLLIN };
+	DP_CHECK(poll(&pfd, 1, 300) == 0, "woken by an unsolicited completion");
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, 1, smr, src, 8, 0, 0, IBV_SEND_SOLICITED) == 0,
+		 "post");
+	DP_CHECK(poll(&pfd, 1, 5000) == 1, "not woken by the solicited completion");
+	DP_CHECK(ibv_get_cq_event(p.srv.ch, &ecq, &ectx) == 0 && ecq == p.srv.cq &&
+			 ectx == &p.srv, "get_cq_event");
+	ibv_ack_cq_events(ecq, 1);
+	for (int i = 0; i < 2; i++) {
+		struct ibv_wc wc = dp_wait_wc(p.srv.cq, 5000);
+
+		DP_CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)i, "recv %d", i);
+	}
+	ibv_dereg_mr(smr);
+	ibv_dereg_mr(dmr);
+	dp_disconnect(&p);
+}
+
+/* A fenced Write after a Read of the same bytes waits for the Read: the Read sees old data. */
+static void case_fence(void)
+{
+	struct dp_pair p;
+	size_t len = 1 << 20;
+	uint8_t *remote = guarded(len), *rd = guarded(len), *wr = guarded(len);
+	struct ibv_mr *rmr, *rdmr, *wrmr;
+
+	dp_connect(&p, NULL);
+	rmr = dp_reg(p.srv.pd, remote, len, MR_RW);
+	rdmr = dp_reg(p.cli.pd, rd, len, IBV_ACCESS_LOCAL_WRITE);
+	wrmr = dp_reg(p.cli.pd, wr, len, IBV_ACCESS_LOCAL_WRITE);
+	for (int round = 0; round < 20; round++) {
+		struct ibv_wc wc;
+
+		dp_fill(remote, len, 7 + round);
+		dp_fill(wr, len, 99);
+		DP_CHECK(dp_post_send(&p.cli, IBV_WR_RDMA_READ, 1, rdmr, rd, (uint32_t)len,
+				      (uintptr_t)remote, rmr->rkey, IBV_SEND_SIGNALED) == 0, "read");
+		DP_CHECK(dp_post_send(&p.cli, IBV_WR_RDMA_WRITE, 2, wrmr, wr, (uint32_t)len,
+				      (uintptr_t)remote, rmr->rkey,
+				      IBV_SEND_SIGNALED | IBV_SEND_FENCE) == 0, "write");
+		wc = dp_wait_wc(p.cli.cq, 30000);
+		DP_CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1, "read first");
+		wc = dp_wait_wc(p.cli.cq, 30000);
+		DP_CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 2, "write second");
+		DP_CHECK(dp_check(rd, len, 7 + round), "fenced read saw the later write");
+		/* A Write completes once sent; a Read behind it on the stream returns only after
+		 * the Write was placed: a barrier before the next round refills the target. */
+		DP_CHECK(dp_post_send(&p.cli, IBV_WR_RDMA_READ, 3, rdmr, rd, 1, (uintptr_t)remote,
+				      rmr->rkey, IBV_SEND_SIGNALED) == 0, "barrier read");
+		wc = dp_wait_wc(p.cli.cq, 30000);
+		DP_CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 3, "barrier");
+	}
+	ibv_dereg_mr(rmr);
+	ibv_dereg_mr(rdmr);
+	ibv_dereg_mr(wrmr);
+	dp_disconnect(&p);
+}
+
+/* Send with Invalidate: the receiver's WC names the STag, which then refuses access. */
+static void case_send_inv(void)
+{
+	struct dp_pair p;
+	uint8_t msg[8], got[8], *win = guarded(4096);
+	struct ibv_mr *smr, *gmr, *wmr;
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+
+	dp_connect(&p, NULL);
+	smr = dp_reg(p.cli.pd, msg, sizeof(msg), IBV_ACCESS_LOCAL_WRITE);
+	gmr = dp_reg(p.srv.pd, got, sizeof(got), IBV_ACCESS_LOCAL_WRITE);
+	wmr = dp_reg(p.srv.pd, win, 4096, MR_RW);
+	dp_post_recv(&p.srv, 5, gmr, got, sizeof(got));
+	sge = (struct ibv_sge){ (uintptr_t)msg, sizeof(msg), smr->lkey };
+	wr.wr_id = 9;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND_WITH_INV;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.invalidate_rkey = wmr->rkey;
+	DP_CHECK(ibv_post_send(p.cli.id->qp, &wr, &bad) == 0, "post send_inv");
+	wc = dp_wait_wc(p.srv.cq, 10000);
+	DP_CHECK(wc.status == IBV_WC_SUCCESS && (wc.wc_flags & IBV_WC_WITH_INV) &&
+			 wc.invalidated_rkey == wmr->rkey,
+		 "recv wc %s flags 0x%x rkey 0x%x", ibv_wc_status_str(wc.status), wc.wc_flags,
+		 wc.invalidated_rkey);
+	wc = dp_wait_wc(p.cli.cq, 10000);
+	DP_CHECK(wc.status == IBV_WC_SUCCESS, "send_inv wc");
+	/* the invalidated STag now refuses a Read: the Read completes in error */
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_RDMA_READ, 10, smr, msg, sizeof(msg), (uintptr_t)win,
+			      wmr->rkey, IBV_SEND_SIGNALED) == 0, "post read");
+	wc = dp_wait_wc(p.cli.cq, 10000);
+	DP_CHECK(wc.status == IBV_WC_REM_ACCESS_ERR, "read of invalidated STag: %s",
+		 ibv_wc_status_str(wc.status));
+	guards_intact(win, 4096);
+	ibv_dereg_mr(smr);
+	ibv_dereg_mr(gmr);
+	ibv_dereg_mr(wmr);
+	dp_disconnect(&p);
+}
+
+enum bad_kind { BAD_RKEY, BAD_BOUNDS, BAD_RIGHTS, BAD_PD };
+
+/*
+ * A remote access the target refuses: the target sends a Terminate and its QP goes to error;
+ * the initiator's oldest outstanding request (here a Read issued after the Write) completes
+ * with IBV_WC_REM_ACCESS_ERR and the rest are flushed. Nothing outside the window changes.
+ */
+static void case_bad_access(enum bad_kind k, bool via_read)
+{
+	struct dp_pair p;
+	size_t len = 4096;
+	uint8_t *win = guarded(len), *src = guarded(len);
+	struct ibv_mr *wmr, *smr;
+	struct ibv_pd *other = NULL;
+	uint32_t rkey;
+	uint64_t raddr;
+	int access = MR_RW;
+	struct ibv_wc wc;
+	bool got_access_err = false;
+
+	dp_connect(&p, NULL);
+	if (k == BAD_RIGHTS)
+		access = IBV_ACCESS_LOCAL_WRITE; /* neither remote write nor read */
+	if (k == BAD_PD) {
+		other = ibv_alloc_pd(p.srv.id->verbs);
+		wmr = dp_reg(other, win, len, MR_RW);
+	} else {
+		wmr = dp_reg(p.srv.pd, win, len, access);
+	}
+	smr = dp_reg(p.cli.pd, src, len, IBV_ACCESS_LOCAL_WRITE);
+	memset(win, 0x11, len);
+	dp_fill(src, len, 5);
+	rkey = k == BAD_RKEY ? wmr->rkey ^ 0x5a5a00 : wmr->rkey;
+	raddr = (uintptr_t)win + (k == BAD_BOUNDS ? len / 2 : 0); /* runs past the end */
+	if (!via_read)
+		DP_CHECK(dp_post_send(&p.cli, IBV_WR_RDMA_WRITE, 1, smr, src, (uint32_t)len, raddr,
+				      rkey, 0) == 0, "post write");
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_RDMA_READ, 2, smr, src, (uint32_t)len, raddr, rkey,
+			      IBV_SEND_SIGNALED) == 0, "post read");
+	/* Completions until the Read's: it is signaled, so it always completes. */
+	do {
+		wc = dp_wait_wc(p.cli.cq, 10000);
+		fprintf(stderr, "wc wr_id %llu: %s\n", (unsigned long long)wc.wr_id,
+			ibv_wc_status_str(wc.status));
+		DP_CHECK(wc.status != IBV_WC_SUCCESS, "refused access completed successfully");
+		got_access_err |= wc.status == IBV_WC_REM_ACCESS_ERR;
+	} while (wc.wr_id != 2);
+	/* The initiator always hears the verdict as an affiliated async event too. Both QPs
+	 * live on one device context here, so skip the target's own QP_FATAL. */
+	for (;;) {
+		struct pollfd pfd = { .fd = p.cli.id->verbs->async_fd, .events = POLLIN };
+		struct ibv_async_event ae;
+		bool mine;
+
+		DP_CHECK(poll(&pfd, 1, 5000) == 1, "no async event for the initiator's QP");
+		DP_CHECK(ibv_get_async_event(p.cli.id->verbs, &ae) == 0, "get_async_event");
+		mine = ae.element.qp == p.cli.id->qp;
+		if (mine)
+			DP_CHECK(ae.event_type == IBV_EVENT_QP_ACCESS_ERR, "initiator async event %s",
+				 ibv_event_type_str(ae.event_type));
+		ibv_ack_async_event(&ae);
+		if (mine)
+			break;
+	}
+	/* A refused Read is in flight when the verdict comes: it always carries it. A Write has
+	 * usually completed locally by then; it carries it only if it was still being sent. */
+	if (via_read)
+		DP_CHECK(wc.status == IBV_WC_REM_ACCESS_ERR, "refused Read: %s",
+			 ibv_wc_status_str(wc.status));
+	else
+		got_access_err = true;
+	DP_CHECK(got_access_err, "no IBV_WC_REM_ACCESS_ERR");
+	for (size_t i = 0; i < len; i++)
+		DP_CHECK(win[i] == 0x11, "refused Write changed the window at %zu", i);
+	guards_intact(win, len);
+	/* the QP is in error now: a new request is flushed */
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, 3, smr, src, 8, 0, 0, IBV_SEND_SIGNALED) == 0,
+		 "post after error");
+	do
+		wc = dp_wait_wc(p.cli.cq, 10000);
+	while (wc.wr_id != 3);
+	DP_CHECK(wc.status == IBV_WC_WR_FLUSH_ERR, "post after error: %s",
+		 ibv_wc_status_str(wc.status));
+	ibv_dereg_mr(wmr);
+	ibv_dereg_mr(smr);
+	dp_disconnect(&p);
+	if (other)
+		ibv_dealloc_pd(other);
+}
+
+/* A Send that finds no posted receive breaks the stream (iWARP has no RNR retry). */
+static void case_no_recv(void)
+{
+	struct dp_pair p;
+	uint8_t src[64];
+	struct ibv_mr *smr;
+	struct ibv_wc wc;
+	struct ibv_async_event ae;
+	struct pollfd pfd;
+
+	dp_connect(&p, NULL);
+	smr = dp_reg(p.cli.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, 1, smr, src, sizeof(src), 0, 0,
+			      IBV_SEND_SIGNALED) == 0, "post");
+	wc = dp_wait_wc(p.cli.cq, 10000); /* handed to TCP: success or, if late, an error */
+	/* the target QP is now in error with a fatal async event */
+	/* (both QPs share one device context here: skip the initiator's event) */
+	for (;;) {
+		bool mine;
+
+		pfd = (struct pollfd){ .fd = p.srv.id->verbs->async_fd, .events = POLLIN };
+		DP_CHECK(poll(&pfd, 1, 10000) == 1, "no async event on the target");
+		DP_CHECK(ibv_get_async_event(p.srv.id->verbs, &ae) == 0, "get_async_event");
+		mine = ae.element.qp == p.srv.id->qp;
+		if (mine)
+			DP_CHECK(ae.event_type == IBV_EVENT_QP_FATAL, "async event %s",
+				 ibv_event_type_str(ae.event_type));
+		ibv_ack_async_event(&ae);
+		if (mine)
+			break;
+	}
+	/* and the initiator's next request is flushed */
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, 2, smr, src, 8, 0, 0, IBV_SEND_SIGNALED) == 0,
+		 "post 2");
+	do
+		wc = dp_wait_wc(p.cli.cq, 10000);
+	while (wc.wr_id != 2);
+	DP_CHECK(wc.status == IBV_WC_WR_FLUSH_ERR || wc.status == IBV_WC_REM_OP_ERR,
+		 "after broken stream: %s", ibv_wc_status_str(wc.status));
+	ibv_dereg_mr(smr);
+	dp_disconnect(&p);
+}
+
+int main(int argc, char **argv)
+{
+	const char *c = argc > 1 ? argv[1] : "";
+
+	static const size_t sizes[] = { 1, 4096, 1 << 20, 64u << 20 };
+
+	if (!strcmp(c, "write"))
+		for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+			case_write(sizes[i]);
+	else if (!strcmp(c, "read"))
+		for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+			case_read(sizes[i]);
+	else if (!strcmp(c, "send_sge"))
+		case_send_sge();
+	else if (!strcmp(c, "inline"))
+		case_inline();
+	else if (!strcmp(c, "srq"))
+		case_srq();
+	else if (!strcmp(c, "solicited"))
+		case_solicited();
+	else if (!strcmp(c, "fence"))
+		case_fence();
+	else if (!strcmp(c, "send_inv"))
+		case_send_inv();
+	else if (!strcmp(c, "bad_rkey"))
+		case_bad_access(BAD_RKEY, false), case_bad_access(BAD_RKEY, true);
+	else if (!strcmp(c, "bad_bounds"))
+		case_bad_access(BAD_BOUNDS, false), case_bad_access(BAD_BOUNDS, true);
+	else if (!strcmp(c, "bad_rights"))
+		case_bad_access(BAD_RIGHTS, false), case_bad_access(BAD_RIGHTS, true);
+	else if (!strcmp(c, "bad_pd"))
+		case_bad_access(BAD_PD, false), case_bad_access(BAD_PD, true);
+	else if (!strcmp(c, "no_recv"))
+		case_no_recv();
+	else {
+		fprintf(stderr, "usage: dp_test CASE\n");
+		return 2;
+	}
+	printf("PASS: %s\n", c);
+	return 0;
+}
