@@ -59,6 +59,9 @@ static int sr_iw_on_hdr(struct sr_iw_conn *c)
 			c->rx_discard = true;
 			return 0;
 		}
+		/* The QP must allow remote writes as well as the region (RFC 5040 §6.4). */
+		if (!(c->qp->access & IBV_ACCESS_REMOTE_WRITE))
+			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_RDMAP_ACCESS);
 		r = sr_mr_resolve(s->stag, c->qp->pd, s->to, s->payload_len,
 				  IBV_ACCESS_REMOTE_WRITE, &mr, &c->rx_dst);
 		if (r != SR_ACC_OK)
@@ -220,6 +223,8 @@ static int sr_iw_on_seg(struct sr_iw_conn *c)
 		};
 		uint32_t ird = c->mpa.ird ? c->mpa.ird : 1;
 
+		if (resp.len && !(c->qp->access & IBV_ACCESS_REMOTE_READ))
+			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_RDMAP_ACCESS);
 		if (resp.len) {
 			enum sr_access_result r = sr_mr_resolve(s->rreq.src_stag, c->qp->pd,
 								s->rreq.src_to, resp.len,

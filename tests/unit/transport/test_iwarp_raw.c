@@ -1,0 +1,658 @@
+// SPDX-License-Identifier: MIT
+/*
+ * One QP against a "raw peer": test code on a plain socket that builds and parses FPDUs with
+ * the codec. Checks what we put on the wire (RTR first, nothing from a holding responder,
+ * MULPDU, CRC, MSNs, Read Response STag/TO) and how malformed input is refused (Terminate
+ * bytes, QP to ERR with QP_FATAL, receives flushed, memory outside the MR untouched).
+ */
+#include "xport_helpers.h"
+
+#define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+#define PG 4096
+
+struct rq {
+	struct ep e;
+	int peer; /* the raw end */
+	int qfd;
+	struct raw r;
+};
+
+static void rq_up(struct rq *t, bool initiator, struct sr_mpa_conn m)
+{
+	ep_create(&t->e, NULL, false);
+	tcp_pair(&t->qfd, &t->peer);
+	raw_init(&t->r, t->peer, m.crc);
+	t->r.mulpdu = sr_mpa_mulpdu((uint32_t)sock_mss(t->qfd));
+	t->r.qfd = t->qfd;
+	ep_attach(&t->e, t->qfd, initiator, m);
+}
+
+static void rq_down(struct rq *t)
+{
+	ep_destroy(&t->e);
+	close(t->peer);
+}
+
+static const uint8_t rtr_write_crc[] = { 0x00, 0x0e, 0xc1, 0x40, 0, 0, 0, 1, 0, 0, 0, 0,
+					 0,    0,    0,    0,    0xeb, 0xd3, 0x4c, 0x5f };
+static const uint8_t rtr_read_crc[] = {
+	0x00, 0x2e, 0x41, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, /* DDP hdr */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* sink STag 0, sink TO 0 */
+	0, 0, 0, 0, 0, 0, 0, 1,			/* size 0, source STag 1 */
+	0, 0, 0, 0, 0, 0, 0, 0,			/* source TO 0 */
+	0xba, 0x10, 0xe3, 0xc9
+};
+_Static_assert(sizeof(rtr_read_crc) == 52, "wire.md 3.3 Read RTR");
+static const uint8_t rresp0_crc[] = { 0x00, 0x0e, 0xc1, 0x42, 0, 0, 0, 0, 0, 0, 0, 0,
+				      0,    0,    0,    0,    0x69, 0x75, 0xd6, 0xca };
+
+/* The initiator's first FPDU is the negotiated RTR, byte for byte; queues continue after it. */
+static void rtr_case(uint8_t rtr, bool crc)
+{
+	struct rq t;
+	uint8_t exp[64], msg[8];
+	size_t elen;
+	struct ibv_wc wc[2];
+	uint8_t x[3] = { 1, 2, 3 };
+
+	rq_up(&t, true, mpa_conn(crc, rtr, 1, 1));
+	assert_int_equal(raw_next(&t.r, NULL, 0, T_WAIT_MS), 0);
+	if (rtr == SR_MPA_RTR_WRITE) {
+		memcpy(exp, rtr_write_crc, elen = sizeof(rtr_write_crc));
+	} else if (rtr == SR_MPA_RTR_READ) {
+		memcpy(exp, rtr_read_crc, elen = sizeof(rtr_read_crc));
+	} else {
+		elen = fpdu_untagged(exp, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, NULL, 0);
+		/* cross-check the builder on the wire.md shape: 00 12 41 43 ... MSN 1 */
+		assert_int_equal(exp[1], 0x12);
+		assert_int_equal(exp[3], 0x43);
+	}
+	if (!crc)
+		memset(exp + elen - 4, 0, 4);
+	assert_int_equal(t.r.fpdu_len, elen);
+	assert_memory_equal(t.r.fpdu, exp, elen);
+	if (rtr == SR_MPA_RTR_READ) {
+		memcpy(exp, rresp0_crc, sizeof(rresp0_crc));
+		if (!crc)
+			memset(exp + sizeof(rresp0_crc) - 4, 0, 4);
+		xsend(t.peer, exp, sizeof(rresp0_crc));
+	}
+	/* then the application's messages, MSNs continuing after the RTR's */
+	post_send1(&t.e, 1, IBV_WR_SEND, IBV_SEND_INLINE, x, 3, 0, 0, 0);
+	post_send1(&t.e, 2, IBV_WR_RDMA_READ, 0, NULL, 0, 0, 0x1000, 0x4242);
+	assert_int_equal(raw_next(&t.r, msg, sizeof(msg), T_WAIT_MS), 0);
+	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_SEND);
+	assert_int_equal(t.r.seg.msn, rtr == SR_MPA_RTR_SEND ? 2 : 1);
+	assert_memory_equal(msg, x, 3);
+	assert_int_equal(raw_next(&t.r, NULL, 0, T_WAIT_MS), 0);
+	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_REQ);
+	assert_int_equal(t.r.seg.msn, rtr == SR_MPA_RTR_READ ? 2 : 1);
+	assert_int_equal(t.r.seg.rreq.size, 0);
+	assert_int_equal(t.r.seg.rreq.src_stag, 0x4242);
+	assert_int_equal(t.r.seg.rreq.src_to, 0x1000);
+	/* answer the zero-length READ */
+	elen = fpdu_tagged(exp, crc, SR_RDMAP_OP_READ_RESP, true, t.r.seg.rreq.sink_stag,
+			   t.r.seg.rreq.sink_to, NULL, 0);
+	xsend(t.peer, exp, elen);
+	wait_wc(t.e.scq, wc, 2);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[1].opcode, IBV_WC_RDMA_READ);
+	rq_down(&t);
+}
+
+static void t_rtr_first(void **s)
+{
+	(void)s;
+	rtr_case(SR_MPA_RTR_WRITE, true);
+	rtr_case(SR_MPA_RTR_READ, true);
+	rtr_case(SR_MPA_RTR_SEND, true);
+	rtr_case(SR_MPA_RTR_WRITE, false);
+	rtr_case(SR_MPA_RTR_READ, false);
+	rtr_case(SR_MPA_RTR_SEND, false);
+}
+
+/* The responder sends nothing before the initiator's first FPDU. */
+static void t_responder_holds(void **s)
+{
+	struct rq t;
+	uint8_t x[4] = { 9, 8, 7, 6 }, msg[4];
+	struct ibv_wc wc;
+
+	(void)s;
+	rq_up(&t, false, mpa_conn(true, SR_MPA_RTR_WRITE, 1, 1));
+	post_send1(&t.e, 1, IBV_WR_SEND, IBV_SEND_INLINE, x, 4, 0, 0, 0);
+	assert_false(fd_readable(t.peer, 300));
+	no_wc(t.e.scq, 0);
+	xsend(t.peer, rtr_write_crc, sizeof(rtr_write_crc));
+	assert_int_equal(raw_next(&t.r, msg, sizeof(msg), T_WAIT_MS), 0);
+	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_SEND);
+	assert_int_equal(t.r.seg.msn, 1);
+	assert_memory_equal(msg, x, 4);
+	wait_wc(t.e.scq, &wc, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	rq_down(&t);
+}
+
+/* Everything we send: ULPDU <= MULPDU, good CRC (or zero), MSNs from 1 per queue. */
+static void tx_format(bool crc)
+{
+	struct rq t;
+	const uint32_t n = 1u << 20, rd = 300000;
+	uint8_t *src = malloc(n), *got = malloc(n), *sink = calloc(1, rd), *resp = malloc(rd);
+	struct ibv_mr *smr, *kmr;
+	struct ibv_wc wc[4];
+	uint8_t one = 0x5a, fp[70000];
+	uint32_t off;
+
+	rq_up(&t, true, mpa_conn(crc, 0, 4, 4));
+	fill(src, n, 3);
+	fill(resp, rd, 4);
+	smr = ibv_reg_mr(t.e.pd, src, n, 0);
+	kmr = ibv_reg_mr(t.e.pd, sink, rd, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(smr);
+	assert_non_null(kmr);
+	post_send1(&t.e, 1, IBV_WR_SEND, 0, src, n, smr->lkey, 0, 0);
+	post_send1(&t.e, 2, IBV_WR_RDMA_WRITE, 0, src, n, smr->lkey, 0x10000, 0x4242);
+	post_send1(&t.e, 3, IBV_WR_RDMA_READ, 0, sink, rd, kmr->lkey, 0x777000, 0x5151);
+	post_send1(&t.e, 4, IBV_WR_SEND, IBV_SEND_INLINE | IBV_SEND_SOLICITED, &one, 1, 0, 0, 0);
+
+	/* the Send: MSN 1, MO continuous, L on the last only */
+	memset(got, 0, n);
+	off = 0;
+	do {
+		assert_int_equal(raw_next(&t.r, got, n, T_WAIT_MS), 0);
+		assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_SEND);
+		assert_int_equal(t.r.seg.msn, 1);
+		assert_int_equal(t.r.seg.mo, off);
+		off += t.r.seg.payload_len;
+	} while (!t.r.seg.last);
+	assert_int_equal(off, n);
+	assert_true(memcmp(got, src, n) == 0);
+	assert_true(t.r.nseg > 1);
+	/* the Write: STag and TO as posted */
+	memset(got, 0, n);
+	t.r.to_base = 0x10000;
+	off = 0;
+	do {
+		assert_int_equal(raw_next(&t.r, got, n, T_WAIT_MS), 0);
+		assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_WRITE);
+		assert_int_equal(t.r.seg.stag, 0x4242);
+		assert_int_equal(t.r.seg.to, 0x10000 + off);
+		off += t.r.seg.payload_len;
+	} while (!t.r.seg.last);
+	assert_int_equal(off, n);
+	assert_true(memcmp(got, src, n) == 0);
+	/* the Read Request: QN 1 MSN 1, sink named by our lkey/address */
+	assert_int_equal(raw_next(&t.r, NULL, 0, T_WAIT_MS), 0);
+	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_REQ);
+	assert_int_equal(t.r.seg.msn, 1);
+	assert_int_equal(t.r.seg.rreq.size, rd);
+	assert_int_equal(t.r.seg.rreq.src_stag, 0x5151);
+	assert_int_equal(t.r.seg.rreq.src_to, 0x777000);
+	assert_int_equal(t.r.seg.rreq.sink_stag, kmr->lkey);
+	assert_int_equal(t.r.seg.rreq.sink_to, (uintptr_t)sink);
+	/* the last Send: MSN 2, solicited */
+	assert_int_equal(raw_next(&t.r, got, n, T_WAIT_MS), 0);
+	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_SEND_SE);
+	assert_int_equal(t.r.seg.msn, 2);
+	assert_int_equal(got[0], 0x5a);
+	/* answer the READ in odd-sized pieces */
+	for (uint32_t o = 0; o < rd;) {
+		uint32_t len = SR_MIN(rd - o, 7777u);
+		size_t fl = fpdu_tagged(fp, crc, SR_RDMAP_OP_READ_RESP, o + len == rd, kmr->lkey,
+				 (uintptr_t)sink + o, resp + o, len);
+		xsend(t.peer, fp, fl);
+		o += len;
+	}
+	wait_wc(t.e.scq, wc, 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[i].wr_id, i + 1);
+	}
+	assert_true(memcmp(sink, resp, rd) == 0);
+	assert_int_equal(closed_calls(&t.e, NULL), 0);
+	assert_int_equal(ibv_dereg_mr(smr), 0);
+	assert_int_equal(ibv_dereg_mr(kmr), 0);
+	rq_down(&t);
+	free(src);
+	free(got);
+	free(sink);
+	free(resp);
+}
+
+static void t_tx_format_crc(void **s)
+{
+	(void)s;
+	tx_format(true);
+}
+
+static void t_tx_format_nocrc(void **s)
+{
+	(void)s;
+	tx_format(false);
+}
+
+/* Read Responses echo the sink STag/TO of the request, in MULPDU-sized segments. */
+static void t_rresp_echo(void **s)
+{
+	struct rq t;
+	const uint32_t n = 150000;
+	uint8_t *mem = malloc(n + 7), *got = calloc(1, n), fp[64];
+	struct ibv_mr *mr;
+	size_t fl;
+	uint32_t off = 0;
+
+	(void)s;
+	rq_up(&t, true, mpa_conn(true, 0, 4, 4));
+	fill(mem, n + 7, 11);
+	mr = ibv_reg_mr(t.e.pd, mem, n + 7, IBV_ACCESS_REMOTE_READ);
+	assert_non_null(mr);
+	fl = fpdu_rreq(fp, true, 1, 0xdead01, 0x123456789000ull, n, mr->rkey, (uintptr_t)mem + 7);
+	xsend(t.peer, fp, fl);
+	fl = fpdu_rreq(fp, true, 2, 0xdead02, 0xabcull, 0, mr->rkey, (uintptr_t)mem);
+	xsend(t.peer, fp, fl);
+	t.r.to_base = 0x123456789000ull;
+	do {
+		assert_int_equal(raw_next(&t.r, got, n, T_WAIT_MS), 0);
+		assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_RESP);
+		assert_int_equal(t.r.seg.stag, 0xdead01);
+		assert_int_equal(t.r.seg.to, 0x123456789000ull + off);
+		off += t.r.seg.payload_len;
+	} while (!t.r.seg.last);
+	assert_int_equal(off, n);
+	assert_true(memcmp(got, mem + 7, n) == 0);
+	assert_int_equal(raw_next(&t.r, NULL, 0, T_WAIT_MS), 0);
+	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_RESP);
+	assert_int_equal(t.r.seg.stag, 0xdead02);
+	assert_int_equal(t.r.seg.to, 0xabc);
+	assert_int_equal(t.r.seg.payload_len, 0);
+	assert_true(t.r.seg.last);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	rq_down(&t);
+	free(mem);
+	free(got);
+}
+
+/* Valid FPDUs delivered one byte per segment: every split of the stream works. */
+static void t_bytewise(void **s)
+{
+	struct rq t;
+	uint8_t *st = malloc(1 << 16), *rbuf = calloc(1, 1024), *mem = calloc(1, PG), msg[300];
+	uint8_t got[64];
+	struct ibv_mr *rmr, *mmr;
+	struct ibv_wc wc[2];
+	size_t l = 0;
+
+	(void)s;
+	rq_up(&t, true, mpa_conn(true, 0, 4, 4));
+	rmr = ibv_reg_mr(t.e.pd, rbuf, 1024, IBV_ACCESS_LOCAL_WRITE);
+	mmr = ibv_reg_mr(t.e.pd, mem, PG, ACC_ALL);
+	post_recv1(&t.e, 1, rbuf, 512, rmr->lkey);
+	post_recv1(&t.e, 2, rbuf + 512, 512, rmr->lkey);
+	fill(msg, sizeof(msg), 77);
+	fill(mem + 2000, 64, 78);
+	/* Send of 300 bytes in three segments */
+	for (int i = 0; i < 3; i++)
+		l += fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND, i == 2, 1, (uint32_t)i * 100, 0,
+				   msg + i * 100, 100);
+	/* Write of 201 bytes in two segments (odd lengths: pads) */
+	l += fpdu_tagged(st + l, true, SR_RDMAP_OP_WRITE, false, mmr->rkey,
+			 (uintptr_t)mem + 1000, msg, 101);
+	l += fpdu_tagged(st + l, true, SR_RDMAP_OP_WRITE, true, mmr->rkey,
+			 (uintptr_t)mem + 1101, msg + 101, 100);
+	/* Read Request of 64 bytes */
+	l += fpdu_rreq(st + l, true, 1, 0x77, 0x5000, 64, mmr->rkey, (uintptr_t)mem + 2000);
+	/* solicited Send of 5 */
+	l += fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND_SE, true, 2, 0, 0, "hello", 5);
+	xsend_bytewise(t.peer, st, l);
+
+	wait_wc(t.e.rcq, wc, 2);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[0].byte_len, 300);
+	assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[1].byte_len, 5);
+	assert_memory_equal(rbuf, msg, 300);
+	assert_memory_equal(rbuf + 512, "hello", 5);
+	assert_memory_equal(mem + 1000, msg, 201);
+	t.r.to_base = 0x5000;
+	assert_int_equal(raw_next(&t.r, got, sizeof(got), T_WAIT_MS), 0);
+	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_RESP);
+	assert_int_equal(t.r.seg.stag, 0x77);
+	assert_int_equal(t.r.seg.to, 0x5000);
+	assert_true(t.r.seg.last);
+	assert_memory_equal(got, mem + 2000, 64);
+	assert_int_equal(closed_calls(&t.e, NULL), 0);
+	assert_int_equal(ibv_dereg_mr(rmr), 0);
+	assert_int_equal(ibv_dereg_mr(mmr), 0);
+	rq_down(&t);
+	free(st);
+	free(rbuf);
+	free(mem);
+}
+
+/* ------------------------------------------------------------ malformed -- */
+
+enum mk {
+	MK_BAD_CRC,
+	MK_DDP_VERSION,
+	MK_OPCODE,
+	MK_MSN_RANGE,
+	MK_WRITE_STAG,
+	MK_WRITE_BOUNDS,
+	MK_WRITE_RIGHTS,
+	MK_WRITE_PD,
+	MK_SEND_NOBUF,
+	MK_SEND_TOO_LONG,
+	MK_RREQ_STAG,
+	MK_RREQ_RIGHTS,
+	MK_SEND_INV_BAD,
+	MK_TRUNCATED,
+};
+
+static const struct mcase {
+	enum mk kind;
+	const char *name;
+	enum sr_iw_err err;
+	uint8_t layer, etype, ecode;
+	uint16_t hdrct;
+	int recvs;        /* receives posted */
+	bool inv_err;     /* the first receive completes with REM_INV_REQ_ERR */
+} mcases[] = {
+	{ MK_BAD_CRC, "bad CRC", SR_IW_ERR_MPA_CRC, 2, 0, 0x02, 0, 2, false },
+	{ MK_DDP_VERSION, "DDP version", SR_IW_ERR_DDP_U_VERSION, 1, 2, 0x06, 0, 2, false },
+	{ MK_OPCODE, "opcode", SR_IW_ERR_RDMAP_OPCODE, 0, 2, 0x06, 0, 2, false },
+	{ MK_MSN_RANGE, "MSN", SR_IW_ERR_DDP_U_MSN_RANGE, 1, 2, 0x03,
+	  SR_TERM_HDRCT_M | SR_TERM_HDRCT_D, 2, false },
+	{ MK_WRITE_STAG, "Write STag", SR_IW_ERR_DDP_T_STAG, 1, 1, 0x00,
+	  SR_TERM_HDRCT_M | SR_TERM_HDRCT_D, 2, false },
+	{ MK_WRITE_BOUNDS, "Write bounds", SR_IW_ERR_DDP_T_BOUNDS, 1, 1, 0x01,
+	  SR_TERM_HDRCT_M | SR_TERM_HDRCT_D, 2, false },
+	{ MK_WRITE_RIGHTS, "Write rights", SR_IW_ERR_RDMAP_ACCESS, 0, 1, 0x02,
+	  SR_TERM_HDRCT_M | SR_TERM_HDRCT_D, 2, false },
+	{ MK_WRITE_PD, "Write PD", SR_IW_ERR_DDP_T_NOT_ASSOC, 1, 1, 0x02,
+	  SR_TERM_HDRCT_M | SR_TERM_HDRCT_D, 2, false },
+	{ MK_SEND_NOBUF, "Send no buffer", SR_IW_ERR_DDP_U_MSN_NOBUF, 1, 2, 0x02,
+	  SR_TERM_HDRCT_M | SR_TERM_HDRCT_D, 0, false },
+	{ MK_SEND_TOO_LONG, "Send too long", SR_IW_ERR_DDP_U_TOO_LONG, 1, 2, 0x05,
+	  SR_TERM_HDRCT_M | SR_TERM_HDRCT_D, 2, false },
+	{ MK_RREQ_STAG, "Read STag", SR_IW_ERR_RDMAP_STAG, 0, 1, 0x00,
+	  SR_TERM_HDRCT_M | SR_TERM_HDRCT_D | SR_TERM_HDRCT_R, 2, false },
+	{ MK_RREQ_RIGHTS, "Read rights", SR_IW_ERR_RDMAP_ACCESS, 0, 1, 0x02,
+	  SR_TERM_HDRCT_M | SR_TERM_HDRCT_D | SR_TERM_HDRCT_R, 2, false },
+	{ MK_SEND_INV_BAD, "Send-Inv bad STag", SR_IW_ERR_RDMAP_INV_OP, 0, 2, 0x09,
+	  SR_TERM_HDRCT_M | SR_TERM_HDRCT_D, 2, true },
+	{ MK_TRUNCATED, "truncated", SR_IW_ERR_MPA_TCP_LOST, 2, 0, 0x01, 0, 2, false },
+};
+
+static void malformed_case(const struct mcase *mc)
+{
+	struct rq t;
+	uint8_t *mem = aligned_alloc(PG, 3 * PG), *ref = malloc(3 * PG), *rbuf = calloc(1, 64);
+	uint8_t fp[256], exp[SR_TERM_FPDU_MAX], data[100];
+	struct ibv_pd *pd2 = ibv_alloc_pd(g_ctx);
+	struct ibv_mr *mr, *rmr;
+	struct sr_term_info ti, got;
+	struct ibv_wc wc[4];
+	size_t fl, hl, el;
+	int access = ACC_ALL;
+	struct ibv_pd *mpd;
+
+	print_message("case: %s\n", mc->name);
+	rq_up(&t, true, mpa_conn(true, 0, 4, 4));
+	memset(mem, 0xee, 3 * PG);      /* guard zones */
+	memset(mem + PG, 0x11, PG);     /* the region */
+	memcpy(ref, mem, 3 * PG);
+	fill(data, sizeof(data), 5);
+	if (mc->kind == MK_WRITE_RIGHTS)
+		access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+	if (mc->kind == MK_RREQ_RIGHTS)
+		access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	mpd = mc->kind == MK_WRITE_PD ? pd2 : t.e.pd;
+	mr = ibv_reg_mr(mpd, mem + PG, PG, access);
+	rmr = ibv_reg_mr(t.e.pd, rbuf, 64, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	assert_non_null(rmr);
+	for (int i = 0; i < mc->recvs; i++)
+		post_recv1(&t.e, 10 + (uint64_t)i, rbuf + i * 16, 16, rmr->lkey);
+
+	hl = SR_FPDU_HDR_UNTAGGED;
+	switch (mc->kind) {
+	case MK_BAD_CRC:
+		fl = fpdu_untagged(fp, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, "abcde", 5);
+		fp[fl - 1] ^= 0x01;
+		break;
+	case MK_DDP_VERSION:
+		fl = fpdu_untagged(fp, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, data, 8);
+		fp[2] = (uint8_t)((fp[2] & ~SR_DDP_DV_MASK) | 2);
+		fl = fpdu_finish(fp, hl, data, 8, true); /* good CRC over the bad header */
+		break;
+	case MK_OPCODE:
+		fl = fpdu_untagged(fp, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, data, 8);
+		fp[3] = (uint8_t)((fp[3] & ~SR_RDMAP_OPCODE_MASK) | 0x8);
+		fl = fpdu_finish(fp, hl, data, 8, true);
+		break;
+	case MK_MSN_RANGE:
+		fl = fpdu_untagged(fp, true, SR_RDMAP_OP_SEND, true, 5, 0, 0, data, 8);
+		break;
+	case MK_WRITE_STAG:
+		hl = SR_FPDU_HDR_TAGGED;
+		fl = fpdu_tagged(fp, true, SR_RDMAP_OP_WRITE, true, mr->rkey ^ 0x00ff0000u,
+				 (uintptr_t)mem + PG, data, 32);
+		break;
+	case MK_WRITE_BOUNDS:
+		hl = SR_FPDU_HDR_TAGGED;
+		fl = fpdu_tagged(fp, true, SR_RDMAP_OP_WRITE, true, mr->rkey,
+				 (uintptr_t)mem + 2 * PG - 10, data, 20);
+		break;
+	case MK_WRITE_RIGHTS:
+	case MK_WRITE_PD:
+		hl = SR_FPDU_HDR_TAGGED;
+		fl = fpdu_tagged(fp, true, SR_RDMAP_OP_WRITE, true, mr->rkey, (uintptr_t)mem + PG,
+				 data, 20);
+		break;
+	case MK_SEND_NOBUF:
+		fl = fpdu_untagged(fp, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, data, 8);
+		break;
+	case MK_SEND_TOO_LONG:
+		fl = fpdu_untagged(fp, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, data, 17);
+		break;
+	case MK_RREQ_STAG:
+		hl = SR_FPDU_HDR_RREQ;
+		fl = fpdu_rreq(fp, true, 1, 0x99, 0, 16, mr->rkey ^ 0x00ff0000u,
+			       (uintptr_t)mem + PG);
+		break;
+	case MK_RREQ_RIGHTS:
+		hl = SR_FPDU_HDR_RREQ;
+		fl = fpdu_rreq(fp, true, 1, 0x99, 0, 16, mr->rkey, (uintptr_t)mem + PG);
+		break;
+	case MK_SEND_INV_BAD:
+		fl = fpdu_untagged(fp, true, SR_RDMAP_OP_SEND_INV, true, 1, 0, 0x00abcd01, data, 8);
+		break;
+	case MK_TRUNCATED:
+	default:
+		fl = fpdu_untagged(fp, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, data, 8);
+		break;
+	}
+	if (mc->kind == MK_TRUNCATED) {
+		xsend(t.peer, fp, fl / 2);
+		usleep(20000);
+		shutdown(t.peer, SHUT_WR);
+	} else {
+		xsend(t.peer, fp, fl);
+	}
+
+	/* the exact Terminate: cause, and the offending headers as the layer requires */
+	assert_int_equal(raw_next(&t.r, NULL, 0, T_WAIT_MS), 0);
+	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_TERMINATE);
+	assert_int_equal(sr_term_parse(t.r.fpdu + SR_FPDU_HDR_UNTAGGED,
+				       t.r.seg.ulpdu_len - SR_DDP_UNTAGGED_HDR_LEN, &got), 0);
+	if (got.cause.layer != mc->layer || got.cause.etype != mc->etype ||
+	    got.cause.ecode != mc->ecode)
+		print_message("got %u/%u/0x%x\n", got.cause.layer, got.cause.etype,
+			      got.cause.ecode);
+	assert_int_equal(got.cause.layer, mc->layer);
+	assert_int_equal(got.cause.etype, mc->etype);
+	assert_int_equal(got.cause.ecode, mc->ecode);
+	assert_int_equal(got.hdrct, mc->hdrct);
+	sr_term_info_init(&ti, mc->err, fp + SR_MPA_LEN_SIZE, hl - SR_MPA_LEN_SIZE,
+			  sr_get_be16(fp));
+	el = (size_t)sr_term_build(exp, sizeof(exp), &ti, 1, true);
+	assert_int_equal(t.r.fpdu_len, el);
+	assert_memory_equal(t.r.fpdu, exp, el);
+	if (mc->kind == MK_BAD_CRC) {
+		static const uint8_t wire[] = { 0x00, 0x16, 0x41, 0x47, 0, 0, 0, 0, 0, 0, 0, 2,
+						0,    0,    0,    1,    0, 0, 0, 0, 0x20, 0x02,
+						0,    0,    0x7f, 0xe4, 0x25, 0x85 };
+
+		assert_memory_equal(t.r.fpdu, wire, sizeof(wire)); /* wire.md 3.3 */
+	}
+	raw_expect_end(&t.r);
+
+	/* the QP: closed with an error, in ERR, QP_FATAL, receives flushed */
+	assert_true(wait_closed(&t.e) < 0);
+	assert_int_equal(qp_state(&t.e), IBV_QPS_ERR);
+	if (!mc->inv_err) /* a receive completed in error moved it to ERR already: no event */
+		assert_true(wait_async(t.e.qp, IBV_EVENT_QP_FATAL, T_WAIT_MS));
+	if (mc->recvs) {
+		wait_wc(t.e.rcq, wc, mc->recvs);
+		for (int i = 0; i < mc->recvs; i++) {
+			assert_int_equal(wc[i].wr_id, 10 + i);
+			assert_int_equal(wc[i].status, i == 0 && mc->inv_err ?
+							       IBV_WC_REM_INV_REQ_ERR :
+							       IBV_WC_WR_FLUSH_ERR);
+		}
+	}
+	no_wc(t.e.rcq, 20);
+	/* nothing placed anywhere: not in the region, not around it */
+	assert_memory_equal(mem, ref, 3 * PG);
+	assert_int_equal(closed_calls(&t.e, NULL), 1);
+
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_dereg_mr(rmr), 0);
+	rq_down(&t);
+	assert_int_equal(ibv_dealloc_pd(pd2), 0);
+	free(mem);
+	free(ref);
+	free(rbuf);
+}
+
+static void t_malformed(void **s)
+{
+	(void)s;
+	for (size_t i = 0; i < SR_ARRAY_SIZE(mcases); i++)
+		malformed_case(&mcases[i]);
+}
+
+/*
+ * More Read Requests than IRD while a response is still going out: the stream is
+ * terminated. The Terminate can only follow the FPDU in progress, which the silent peer
+ * does not drain, so only the QP side is checked (plus the cause if it got through).
+ */
+static void t_ird_exceeded(void **s)
+{
+	struct rq t;
+	const size_t n = 32u << 20;
+	uint8_t *mem = malloc(n), fp[128];
+	struct ibv_mr *mr;
+	size_t l;
+	int ret;
+
+	(void)s;
+	rq_up(&t, true, mpa_conn(false, 0, 1, 1));
+	t.r.mulpdu = 0; /* the QP's socket is gone by the time we read: its MSS is unknown */
+	memset(mem, 0x3c, n);
+	mr = ibv_reg_mr(t.e.pd, mem, n, IBV_ACCESS_REMOTE_READ);
+	assert_non_null(mr);
+	l = fpdu_rreq(fp, false, 1, 0x10, 0, (uint32_t)n, mr->rkey, (uintptr_t)mem);
+	l += fpdu_rreq(fp + l, false, 2, 0x11, 0, 0, mr->rkey, (uintptr_t)mem);
+	xsend(t.peer, fp, l);
+	assert_true(wait_closed(&t.e) < 0);
+	assert_int_equal(qp_state(&t.e), IBV_QPS_ERR);
+	assert_true(wait_async(t.e.qp, IBV_EVENT_QP_FATAL, T_WAIT_MS));
+	while ((ret = raw_next(&t.r, NULL, 0, T_WAIT_MS)) == 0) {
+		if (t.r.seg.opcode == SR_RDMAP_OP_TERMINATE) {
+			struct sr_term_info got;
+
+			sr_term_parse(t.r.fpdu + SR_FPDU_HDR_UNTAGGED,
+				      t.r.seg.ulpdu_len - SR_DDP_UNTAGGED_HDR_LEN, &got);
+			assert_int_equal(got.cause.layer, 0);
+			assert_int_equal(got.cause.etype, 2);
+			assert_int_equal(got.cause.ecode, 0x07);
+		}
+	}
+	assert_true(ret == 1 || ret == -ECONNRESET);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	rq_down(&t);
+	free(mem);
+}
+
+/* A Terminate from the peer fails the oldest outstanding request with the peer's verdict. */
+static void t_peer_terminate(void **s)
+{
+	struct rq t;
+	uint8_t fp[128], *sink = malloc(64);
+	struct ibv_mr *mr;
+	struct sr_term_info ti;
+	struct ibv_wc wc[2];
+	ssize_t l;
+
+	(void)s;
+	rq_up(&t, true, mpa_conn(true, 0, 4, 4));
+	mr = ibv_reg_mr(t.e.pd, sink, 64, IBV_ACCESS_LOCAL_WRITE);
+	post_send1(&t.e, 1, IBV_WR_RDMA_READ, 0, sink, 64, mr->lkey, 0x1000, 0x2222);
+	post_recv1(&t.e, 2, NULL, 0, 0);
+	assert_int_equal(raw_next(&t.r, NULL, 0, T_WAIT_MS), 0);
+	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_REQ);
+	sr_term_info_init(&ti, SR_IW_ERR_RDMAP_STAG, t.r.fpdu + 2, SR_FPDU_HDR_RREQ - 2,
+			  t.r.seg.ulpdu_len);
+	l = sr_term_build(fp, sizeof(fp), &ti, 1, true);
+	assert_true(l > 0);
+	xsend(t.peer, fp, (size_t)l);
+	wait_wc(t.e.scq, wc, 1);
+	assert_int_equal(wc[0].wr_id, 1);
+	assert_int_equal(wc[0].status, IBV_WC_REM_ACCESS_ERR);
+	assert_true(wait_closed(&t.e) < 0);
+	wait_wc(t.e.rcq, wc, 1);
+	assert_int_equal(wc[0].status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	rq_down(&t);
+	free(sink);
+}
+
+/* The peer closes between FPDUs: an orderly close, closed(0), not fatal. */
+static void t_peer_fin(void **s)
+{
+	struct rq t;
+	struct ibv_wc wc;
+
+	(void)s;
+	rq_up(&t, true, mpa_conn(true, SR_MPA_RTR_WRITE, 4, 4));
+	post_recv1(&t.e, 1, NULL, 0, 0);
+	assert_int_equal(raw_next(&t.r, NULL, 0, T_WAIT_MS), 0); /* RTR */
+	shutdown(t.peer, SHUT_WR);
+	assert_int_equal(wait_closed(&t.e), 0);
+	raw_expect_end(&t.r);
+	wait_wc(t.e.rcq, &wc, 1);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	assert_false(wait_async(t.e.qp, IBV_EVENT_QP_FATAL, 50));
+	rq_down(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_rtr_first),
+		cmocka_unit_test(t_responder_holds),
+		cmocka_unit_test(t_tx_format_crc),
+		cmocka_unit_test(t_tx_format_nocrc),
+		cmocka_unit_test(t_rresp_echo),
+		cmocka_unit_test(t_bytewise),
+		cmocka_unit_test(t_malformed),
+		cmocka_unit_test(t_ird_exceeded),
+		cmocka_unit_test(t_peer_terminate),
+		cmocka_unit_test(t_peer_fin),
+	};
+
+	return cmocka_run_group_tests(tests, grp_setup, grp_teardown);
+}
