@@ -13,10 +13,14 @@
 
 #include "verbs/sr_obj.h"
 
-/* IBV_ACCESS_ZERO_BASED, _ON_DEMAND, _FLUSH_* and _REMOTE_ATOMIC are not offered. */
+/*
+ * IBV_ACCESS_ZERO_BASED, _ON_DEMAND and _FLUSH_* are not offered. REMOTE_ATOMIC is accepted
+ * because programs ask for it by habit (qperf registers every region with it); it grants
+ * nothing, since iWARP has no atomics and atomic work requests are refused at post time.
+ */
 #define SR_MR_ACCESS_OK                                                                    \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |       \
-	 IBV_ACCESS_MW_BIND | IBV_ACCESS_HUGETLB)
+	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_HUGETLB)
 
 struct sr_mr_slot {
 	struct sr_mr *mr;
@@ -66,8 +70,9 @@ static int sr_mr_check_access(unsigned int access)
 	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
 	if (access & ~(unsigned int)SR_MR_ACCESS_OK)
 		return EINVAL;
-	/* ibv_reg_mr(3): remote write needs local write. */
-	if ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE))
+	/* ibv_reg_mr(3): remote write and remote atomic need local write. */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return EINVAL;
 	return 0;
 }
