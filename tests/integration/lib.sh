@@ -25,19 +25,57 @@ sr_need_root() {
 	ip netns del "sr-probe-$$"
 }
 
-# Network namespaces named after this test and PID, removed on exit.
-SR_NETNS=()
+# Network namespaces named sr-<name>-<PID of this test>, removed on exit. Callers use
+# a=$(sr_netns_add a): that runs in a subshell, so cleanup finds them by the PID suffix
+# ($$ is the test's PID in subshells too) rather than by a list.
 sr_netns_add() {
 	local ns="sr-$1-$$"
 	ip netns add "$ns" || sr_fail "ip netns add $ns"
-	SR_NETNS+=("$ns")
 	echo "$ns"
 }
 sr_cleanup() {
 	local ns
-	for ns in "${SR_NETNS[@]}"; do
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^sr-.*-$$\$"); do
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
 		ip netns del "$ns" 2>/dev/null
 	done
 }
 trap sr_cleanup EXIT
+
+# Where a server/client test runs: sets SR_ADDR (the server's address) and the command
+# prefixes SR_SRV / SR_CLI that run a program on the server's / client's host.
+#   lo4: 127.0.0.1   lo6: ::1   netns: two namespaces joined by a veth, 10.<net>.0.1 <- .2
+sr_hosts() {
+	SR_SRV=()
+	SR_CLI=()
+	case "$1" in
+	lo4) SR_ADDR=127.0.0.1 ;;
+	lo6) SR_ADDR=::1 ;;
+	netns)
+		sr_need_root
+		sr_need_cmd ip
+		local a b net=$((200 + RANDOM % 50))
+		a=$(sr_netns_add a)
+		b=$(sr_netns_add b)
+		ip link add sr0 netns "$a" type veth peer name sr1 netns "$b" || sr_fail "veth"
+		ip -n "$a" addr add "10.$net.0.1/24" dev sr0
+		ip -n "$b" addr add "10.$net.0.2/24" dev sr1
+		for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
+		ip -n "$a" link set sr0 up
+		ip -n "$b" link set sr1 up
+		SR_ADDR=10.$net.0.1
+		SR_SRV=(ip netns exec "$a")
+		SR_CLI=(ip netns exec "$b")
+		;;
+	*) sr_fail "unknown host setup $1" ;;
+	esac
+}
+
+# Run a program through our libraries on a host prefix: sr_run_on "${SR_SRV[@]}" -- cmd...
+sr_run_on() {
+	local pre=()
+	while [ "$1" != "--" ]; do pre+=("$1"); shift; done
+	shift
+	"${pre[@]}" env LD_LIBRARY_PATH="$SR_LIBDIR" ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
+		ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" "$@"
+}
