@@ -28,7 +28,7 @@ sr_need_packages() {
 SR_BUILD_PACKAGES=(gcc make cmake pkg-config libibverbs-dev librdmacm-dev libnl-3-dev
 	libnl-route-3-dev libcmocka-dev)
 # What the tests need on top: the unmodified programs we run, namespaces, sanitizers, tshark.
-SR_TEST_PACKAGES=(ibverbs-utils rdmacm-utils perftest qperf iproute2 clang
-	libclang-rt-14-dev tshark procps)
+SR_TEST_PACKAGES=(ibverbs-utils rdmacm-utils perftest qperf iproute2
+	tshark procps binutils)
 # What the demo needs on top.
 SR_DEMO_PACKAGES=(ibverbs-utils rdmacm-utils)
