@@ -19,18 +19,25 @@
 
 /* ------------------------------------------------------------ object -- */
 
+/* The connection's phase, read under the CM lock; false once it is dead. */
+static bool sr_cm_conn_live_phase(struct sr_cm_conn *c, enum sr_cm_conn_phase *phase)
+{
+	bool live;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	*phase = c->phase;
+	live = !c->dead;
+	pthread_mutex_unlock(&sr_cm_lock);
+	return live;
+}
+
 static void sr_cm_conn_sock_cb(struct sr_engine_handler *h, uint32_t events)
 {
 	struct sr_cm_conn *c = sr_container_of(h, struct sr_cm_conn, sock);
 	enum sr_cm_conn_phase phase;
 
-	pthread_mutex_lock(&sr_cm_lock);
-	phase = c->phase;
-	if (c->dead) {
-		pthread_mutex_unlock(&sr_cm_lock);
+	if (!sr_cm_conn_live_phase(c, &phase))
 		return;
-	}
-	pthread_mutex_unlock(&sr_cm_lock);
 	switch (phase) {
 	case SR_CONN_TCP_CONNECT:
 	case SR_CONN_SEND_REQ:
@@ -56,13 +63,8 @@ static void sr_cm_conn_timer_cb(struct sr_engine_handler *h, uint32_t events)
 
 	if (read(h->fd, &n, sizeof(n)) != sizeof(n))
 		return; /* not expired (re-armed meanwhile) */
-	pthread_mutex_lock(&sr_cm_lock);
-	phase = c->phase;
-	if (c->dead) {
-		pthread_mutex_unlock(&sr_cm_lock);
+	if (!sr_cm_conn_live_phase(c, &phase))
 		return;
-	}
-	pthread_mutex_unlock(&sr_cm_lock);
 	switch (phase) {
 	case SR_CONN_TCP_CONNECT:
 	case SR_CONN_SEND_REQ:

@@ -11,20 +11,7 @@
 #include <cmocka.h>
 
 #include "verbs/sr_verbs.h"
-
-static struct ibv_context *open_lo(void)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	assert_non_null(list);
-	for (int i = 0; list[i]; i++)
-		if (strcmp(ibv_get_device_name(list[i]), "sriw_lo") == 0)
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	assert_non_null(ctx);
-	return ctx;
-}
+#include "obj_helpers.h"
 
 static void guid_from_mac(void **state)
 {
