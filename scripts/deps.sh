@@ -31,4 +31,4 @@ SR_BUILD_PACKAGES=(gcc make cmake pkg-config libibverbs-dev librdmacm-dev libnl-
 SR_TEST_PACKAGES=(ibverbs-utils rdmacm-utils perftest qperf iproute2
 	tshark procps binutils)
 # What the demo needs on top.
-SR_DEMO_PACKAGES=(ibverbs-utils rdmacm-utils)
+SR_DEMO_PACKAGES=(ibverbs-utils rdmacm-utils iproute2)

@@ -71,6 +71,19 @@ sr_hosts() {
 	esac
 }
 
+# Wait (up to 20 s) until something listens on TCP port $1 on the host of prefix "${@:2}"
+# (our rdma_cm listeners are real TCP listeners). Starting a client after a fixed sleep is
+# flaky on a loaded machine.
+sr_wait_listen() {
+	local port=$1
+	shift
+	for _ in $(seq 200); do
+		[ -n "$("$@" ss -Hltn "sport = :$port" 2>/dev/null)" ] && return 0
+		sleep 0.1
+	done
+	sr_fail "nothing listens on port $port after 20 s"
+}
+
 # Run a program through our libraries on a host prefix: sr_run_on "${SR_SRV[@]}" -- cmd...
 sr_run_on() {
 	local pre=()

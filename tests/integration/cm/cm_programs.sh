@@ -20,7 +20,7 @@ case "$1" in
 ucmatose4)
 	sr_run timeout 60 ucmatose -p "$port" -c 4 -C 20 >"$slog" 2>&1 &
 	spid=$!
-	sleep 0.5
+	sr_wait_listen "$port"
 	sr_run timeout 60 ucmatose -s 127.0.0.1 -p "$port" -c 4 -C 20 >"$clog" 2>&1
 	crc=$?
 	wait "$spid"
@@ -29,7 +29,7 @@ ucmatose4)
 ucmatose6m)
 	sr_run timeout 60 ucmatose -b ::1 -p "$port" -c 2 -m >"$slog" 2>&1 &
 	spid=$!
-	sleep 0.5
+	sr_wait_listen "$port"
 	sr_run timeout 60 ucmatose -s ::1 -p "$port" -c 2 -m >"$clog" 2>&1
 	crc=$?
 	wait "$spid"
@@ -42,7 +42,7 @@ cmtime)
 		ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
 		timeout 60 cmtime -p "$port" >"$slog" 2>&1 &
 	spid=$!
-	sleep 0.5
+	sr_wait_listen "$port"
 	sr_run timeout 60 cmtime -s 127.0.0.1 -p "$port" -c 100 >"$clog" 2>&1
 	crc=$?
 	kill "$spid" 2>/dev/null

@@ -10,7 +10,7 @@ slog=$(mktemp)
 clog=$(mktemp)
 sr_run_on "${SR_SRV[@]}" -- timeout 120 rping -s -a "$SR_ADDR" -p "$port" "$@" >"$slog" 2>&1 &
 spid=$!
-sleep 0.5
+sr_wait_listen "$port" "${SR_SRV[@]}"
 sr_run_on "${SR_CLI[@]}" -- timeout 120 rping -c -a "$SR_ADDR" -p "$port" "$@" >"$clog" 2>&1
 crc=$?
 wait "$spid"
