@@ -88,6 +88,7 @@ struct sr_iw_conn {
 	bool tx_fin_pending;         /* orderly close asked: FIN once the SQ is drained */
 	bool tx_fin_sent;
 	bool tx_dead;                /* socket closed or failed */
+	bool tx_blocking;            /* final flush of a Terminate: blocking sends (bounded) */
 	bool tx_term_sent;           /* we ended the stream with a Terminate: not an orderly close */
 	uint32_t mulpdu;
 	uint32_t mss_age;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "common/sr_log.h"
@@ -132,6 +133,31 @@ void sr_iw_conn_close(struct sr_iw_conn *c, int err)
 		sr_iw_conn_free(c);
 }
 
+/* How long the engine thread may block to get our Terminate out before closing. */
+#define SR_IW_TERM_LINGER_MS 500
+
+/*
+ * Our receive side found a protocol error and queued a Terminate. When the socket was full
+ * it still sits behind a half-written FPDU, and closing now would lose it. Finish both with
+ * blocking sends bounded by a short send timeout (RFC 5040 wants the Terminate sent when
+ * still possible). The engine thread blocks at most about SR_IW_TERM_LINGER_MS per send, on
+ * this error path only, and only while the peer does not read.
+ */
+static void sr_iw_flush_terminate(struct sr_iw_conn *c)
+{
+	struct timeval tv = { .tv_sec = 0, .tv_usec = SR_IW_TERM_LINGER_MS * 1000 };
+
+	pthread_mutex_lock(&c->tx_lock);
+	if (c->fd >= 0 && (c->fp_busy || c->tx_term_pending)) {
+		setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
+		c->tx_blocking = true;
+		sr_iw_tx_progress_locked(c);
+		c->tx_blocking = false;
+	}
+	pthread_mutex_unlock(&c->tx_lock);
+}
+
 static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
 {
 	struct sr_iw_conn *c = sr_container_of(h, struct sr_iw_conn, h);
@@ -160,8 +186,10 @@ static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
 			return;
 		}
 		if (r < 0) {
-			/* -EPROTO: we sent a Terminate; it is in the socket buffer and the plain
+			/* -EPROTO: we queued a Terminate. Once it is in the socket buffer the plain
 			 * close in sr_iw_conn_close() still delivers it. */
+			if (r == -EPROTO)
+				sr_iw_flush_terminate(c);
 			sr_iw_conn_close(c, r == -EPROTO ? -ECONNABORTED : r);
 			return;
 		}

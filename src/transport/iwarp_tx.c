@@ -60,7 +60,7 @@ static int sr_iw_fpdu_write(struct sr_iw_conn *c)
 			.msg_iov = &c->fp_iov[c->fp_iovpos],
 			.msg_iovlen = (size_t)(c->fp_iovcnt - c->fp_iovpos),
 		};
-		ssize_t n = sendmsg(c->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		ssize_t n = sendmsg(c->fd, &m, (c->tx_blocking ? 0 : MSG_DONTWAIT) | MSG_NOSIGNAL);
 
 		if (n < 0) {
 			if (errno == EINTR)

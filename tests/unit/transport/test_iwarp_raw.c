@@ -546,17 +546,41 @@ static void t_malformed(void **s)
 
 /*
  * More Read Requests than IRD while a response is still going out: the stream is
- * terminated. The Terminate can only follow the FPDU in progress, which the silent peer
- * does not drain, so only the QP side is checked (plus the cause if it got through).
+ * terminated. The Terminate can only follow the FPDU in progress, which fills the socket;
+ * the peer starts draining only 100 ms later, so the Terminate gets out only because the
+ * transport keeps sending (bounded) before it closes.
  */
+struct ird_drain {
+	struct rq *t;
+	int ret;
+	bool term_seen;
+	struct sr_term_info got;
+};
+
+static void *ird_drain_main(void *arg)
+{
+	struct ird_drain *d = arg;
+
+	usleep(100000);
+	while ((d->ret = raw_next(&d->t->r, NULL, 0, T_WAIT_MS)) == 0) {
+		if (d->t->r.seg.opcode == SR_RDMAP_OP_TERMINATE) {
+			sr_term_parse(d->t->r.fpdu + SR_FPDU_HDR_UNTAGGED,
+				      d->t->r.seg.ulpdu_len - SR_DDP_UNTAGGED_HDR_LEN, &d->got);
+			d->term_seen = true;
+		}
+	}
+	return NULL;
+}
+
 static void t_ird_exceeded(void **s)
 {
 	struct rq t;
 	const size_t n = 32u << 20;
 	uint8_t *mem = malloc(n), fp[128];
+	struct ird_drain d = { .t = &t };
+	pthread_t th;
 	struct ibv_mr *mr;
 	size_t l;
-	int ret;
 
 	(void)s;
 	rq_up(&t, true, mpa_conn(false, 0, 1, 1));
@@ -567,21 +591,16 @@ static void t_ird_exceeded(void **s)
 	l = fpdu_rreq(fp, false, 1, 0x10, 0, (uint32_t)n, mr->rkey, (uintptr_t)mem);
 	l += fpdu_rreq(fp + l, false, 2, 0x11, 0, 0, mr->rkey, (uintptr_t)mem);
 	xsend(t.peer, fp, l);
+	assert_int_equal(pthread_create(&th, NULL, ird_drain_main, &d), 0);
 	assert_true(wait_closed(&t.e) < 0);
 	assert_int_equal(qp_state(&t.e), IBV_QPS_ERR);
 	assert_true(wait_async(t.e.qp, IBV_EVENT_QP_FATAL, T_WAIT_MS));
-	while ((ret = raw_next(&t.r, NULL, 0, T_WAIT_MS)) == 0) {
-		if (t.r.seg.opcode == SR_RDMAP_OP_TERMINATE) {
-			struct sr_term_info got;
-
-			sr_term_parse(t.r.fpdu + SR_FPDU_HDR_UNTAGGED,
-				      t.r.seg.ulpdu_len - SR_DDP_UNTAGGED_HDR_LEN, &got);
-			assert_int_equal(got.cause.layer, 0);
-			assert_int_equal(got.cause.etype, 2);
-			assert_int_equal(got.cause.ecode, 0x07);
-		}
-	}
-	assert_true(ret == 1 || ret == -ECONNRESET);
+	pthread_join(th, NULL);
+	assert_true(d.ret == 1 || d.ret == -ECONNRESET);
+	assert_true(d.term_seen);
+	assert_int_equal(d.got.cause.layer, 0);
+	assert_int_equal(d.got.cause.etype, 2);
+	assert_int_equal(d.got.cause.ecode, 0x07);
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 	rq_down(&t);
 	free(mem);
