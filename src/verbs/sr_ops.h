@@ -9,11 +9,6 @@ void *sr_nosup_compat(void);
 struct ibv_mw *sr_nosup_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int sr_nosup_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *b);
 int sr_nosup_dealloc_mw(struct ibv_mw *mw);
-int sr_nosup_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
-int sr_nosup_req_notify_cq(struct ibv_cq *cq, int solicited_only);
-int sr_nosup_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
-int sr_nosup_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
-int sr_nosup_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int sr_nosup_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		       struct ibv_sge *sg_list, uint32_t num_sges);
 struct ibv_mr *sr_nosup_alloc_null_mr(struct ibv_pd *pd);
@@ -45,7 +40,6 @@ struct ibv_cq_ex *sr_nosup_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_i
 int sr_nosup_destroy_flow(struct ibv_flow *flow);
 struct ibv_flow *sr_nosup_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *a);
 struct ibv_qp *sr_nosup_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *a);
-struct ibv_qp *sr_nosup_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *a);
 int sr_nosup_get_srq_num(struct ibv_srq *srq, uint32_t *num);
 struct ibv_srq *sr_nosup_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *a);
 struct ibv_xrcd *sr_nosup_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *a);
