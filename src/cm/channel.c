@@ -44,34 +44,55 @@ struct sr_cm_channel *sr_cm_channel_new(bool sync)
 void sr_cm_channel_free(struct sr_cm_channel *ch)
 {
 	struct sr_list *pos, *tmp;
+	bool in_use;
 
 	pthread_mutex_lock(&sr_cm_lock);
 	sr_list_for_each_safe(pos, tmp, &ch->queue) {
 		sr_list_del(pos);
 		free(sr_list_entry(pos, struct sr_cm_event, node));
 	}
+	ch->dead = true;
+	in_use = __atomic_load_n(&ch->waiters, __ATOMIC_SEQ_CST) > 0;
 	pthread_mutex_unlock(&sr_cm_lock);
+	if (in_use) {
+		/* A thread is inside rdma_get_cm_event on it (rping's CM thread, when its main
+		 * thread tears down first). The kernel keeps a channel's file alive under a
+		 * blocked read and that read never returns; freeing here would instead hand
+		 * the waiter freed memory or a closed (or reused) fd. Keep both; it waits on. */
+		sr_dbg("event channel destroyed with a waiter; kept for it");
+		return;
+	}
 	close(ch->ch.fd);
 	free(ch);
 }
 
+/*
+ * read()/write() are cancellation points, and these run under sr_cm_lock: an application
+ * cancelling its CM thread there would leave the global lock held for good.
+ */
 static void sr_chan_push(struct sr_cm_channel *ch, struct sr_cm_event *e)
 {
 	uint64_t one = 1;
+	int old;
 
 	sr_list_add_tail(&ch->queue, &e->node);
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
 		sr_err("eventfd write: %m");
+	pthread_setcancelstate(old, NULL);
 }
 
 /* Unlink a queued event and take its count (never blocks: count >= queue length >= 1). */
 static void sr_chan_unlink(struct sr_cm_channel *ch, struct sr_cm_event *e)
 {
 	uint64_t v;
+	int old;
 
 	sr_list_del(&e->node);
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	if (read(ch->ch.fd, &v, sizeof(v)) != sizeof(v))
 		sr_err("eventfd read: %m");
+	pthread_setcancelstate(old, NULL);
 }
 
 static struct sr_cm_event *sr_cm_event_new(struct sr_cm_id *id, enum rdma_cm_event_type type,
@@ -183,46 +204,77 @@ SR_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 		sr_cm_channel_free(to_sr_chan(channel));
 }
 
+/* Cancellation cleanup of a waiter (poll and pause are cancellation points). */
+static void sr_chan_leave(void *arg)
+{
+	struct sr_cm_channel *ch = arg;
+
+	__atomic_sub_fetch(&ch->waiters, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Takes the first queued event, or says why there is none: 0 = wait, -1 = fail (errno). */
+static int sr_chan_next(struct sr_cm_channel *ch, struct rdma_cm_event **event)
+{
+	struct sr_cm_event *e;
+	struct sr_cm_id *id;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	if (ch->dead) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		/* destroyed while we were in here: wait on for good, as a kernel read would */
+		for (;;)
+			pause();
+	}
+	if (sr_list_empty(&ch->queue)) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return 0;
+	}
+	e = sr_list_first(&ch->queue, struct sr_cm_event, node);
+	id = to_sr_id(e->ev.id);
+	sr_chan_unlink(ch, e);
+	e->owner->reported++;
+	if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		e->owner->queued_reqs--;
+		id->listener = NULL;
+	} else if (e->ev.event == RDMA_CM_EVENT_DISCONNECTED) {
+		id->disc_fetched = true;
+	}
+	pthread_mutex_unlock(&sr_cm_lock);
+	*event = &e->ev;
+	return 1;
+}
+
 SR_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
 	struct sr_cm_channel *ch;
-	struct pollfd pfd;
+	int ret = 0;
 
 	if (!channel || !event)
 		return sr_cm_fail(EINVAL);
 	ch = to_sr_chan(channel);
+	/* Counted before the lock so a concurrent rdma_destroy_event_channel sees us. */
+	__atomic_add_fetch(&ch->waiters, 1, __ATOMIC_SEQ_CST);
+	pthread_cleanup_push(sr_chan_leave, ch);
 	for (;;) {
+		struct pollfd pfd = { .fd = ch->ch.fd, .events = POLLIN };
 		int flags;
 
-		pthread_mutex_lock(&sr_cm_lock);
-		if (!sr_list_empty(&ch->queue)) {
-			struct sr_cm_event *e = sr_list_first(&ch->queue, struct sr_cm_event, node);
-			struct sr_cm_id *id = to_sr_id(e->ev.id);
-
-			sr_chan_unlink(ch, e);
-			e->owner->reported++;
-			if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
-				e->owner->queued_reqs--;
-				id->listener = NULL;
-			} else if (e->ev.event == RDMA_CM_EVENT_DISCONNECTED) {
-				id->disc_fetched = true;
-			}
-			pthread_mutex_unlock(&sr_cm_lock);
-			*event = &e->ev;
-			return 0;
-		}
-		pthread_mutex_unlock(&sr_cm_lock);
-
+		ret = sr_chan_next(ch, event);
+		if (ret)
+			break;
 		flags = fcntl(ch->ch.fd, F_GETFL);
-		if (flags >= 0 && (flags & O_NONBLOCK))
-			return sr_cm_fail(EAGAIN);
-		pfd.fd = ch->ch.fd;
-		pfd.events = POLLIN;
-		if (poll(&pfd, 1, -1) < 0 && errno == EINTR)
-			return -1; /* like an interrupted read of the kernel's channel */
-		if (pfd.revents & POLLNVAL)
-			return sr_cm_fail(EBADF); /* the channel went away under us */
+		if (flags >= 0 && (flags & O_NONBLOCK)) {
+			errno = EAGAIN;
+			ret = -1;
+			break;
+		}
+		if (poll(&pfd, 1, -1) < 0 && errno == EINTR) {
+			ret = -1; /* like an interrupted read of the kernel's channel */
+			break;
+		}
 	}
+	pthread_cleanup_pop(1);
+	return ret < 0 ? -1 : 0;
 }
 
 void sr_cm_ack(struct sr_cm_event *e)

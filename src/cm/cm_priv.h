@@ -106,6 +106,10 @@ struct sr_cm_channel {
 	struct rdma_event_channel ch; /* ch.fd: eventfd (semaphore): count == queue length */
 	struct sr_list queue;         /* struct sr_cm_event, FIFO; under sr_cm_lock */
 	bool sync;                    /* private channel of one synchronous id */
+	/* Threads inside rdma_get_cm_event (atomic: counted before sr_cm_lock is taken) and
+	 * whether the channel was destroyed under them; see rdma_destroy_event_channel. */
+	int waiters;
+	bool dead;
 };
 
 static inline struct sr_cm_channel *to_sr_chan(struct rdma_event_channel *ch)
@@ -123,7 +127,9 @@ struct sr_cm_event {
 };
 
 struct sr_cm_channel *sr_cm_channel_new(bool sync);
-/* Frees the channel and any events still queued (nobody may use it any more). */
+/* Drops any events still queued and frees the channel; if a thread is still waiting in
+ * rdma_get_cm_event, the fd and memory stay (that thread blocks for good, as a read of a
+ * closed kernel channel does). */
 void sr_cm_channel_free(struct sr_cm_channel *ch);
 
 /* Event parameters for sr_cm_post(). */

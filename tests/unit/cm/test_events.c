@@ -10,7 +10,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "cm/cm_priv.h"
@@ -217,6 +221,80 @@ static void destroying_refuses(void **state)
 	sr_cm_channel_free(ch);
 }
 
+struct waiter {
+	struct sr_cm_channel *ch;
+	int ret, err;
+};
+
+static void *wait_event(void *arg)
+{
+	struct waiter *w = arg;
+	struct rdma_cm_event *e;
+
+	w->ret = rdma_get_cm_event(&w->ch->ch, &e);
+	w->err = errno;
+	return NULL;
+}
+
+static void wait_entered(struct sr_cm_channel *ch)
+{
+	while (__atomic_load_n(&ch->waiters, __ATOMIC_SEQ_CST) == 0)
+		sched_yield();
+}
+
+/*
+ * rping's main thread destroys the channel its CM thread is (about to be) waiting on. As
+ * with a kernel channel the waiter must stay blocked (rping exits 255 if it returns an
+ * error) and never touch freed memory. The race is run many times: the waiter is held on
+ * sr_cm_lock at the destroy, or already polling.
+ */
+static void destroy_under_waiter(void **state)
+{
+	for (int i = 0; i < 200; i++) {
+		struct waiter w = { .ch = sr_cm_channel_new(false), .ret = 1 };
+		pthread_t t;
+		void *res;
+
+		if (i % 2)
+			pthread_mutex_lock(&sr_cm_lock);
+		assert_int_equal(pthread_create(&t, NULL, wait_event, &w), 0);
+		wait_entered(w.ch);
+		if (i % 2)
+			pthread_mutex_unlock(&sr_cm_lock);
+		rdma_destroy_event_channel(&w.ch->ch);
+		assert_int_equal(pthread_cancel(t), 0);
+		assert_int_equal(pthread_join(t, &res), 0);
+		assert_ptr_equal(res, PTHREAD_CANCELED); /* it never returned */
+		assert_int_equal(w.ret, 1);
+		assert_int_equal(w.ch->waiters, 0);
+		close(w.ch->ch.fd); /* kept for the waiter; ours to drop now */
+		free(w.ch);
+	}
+}
+
+/* A CM thread cancelled while it waits leaves no lock held and no waiter counted. */
+static void cancel_waiter(void **state)
+{
+	struct waiter w = { .ch = sr_cm_channel_new(false), .ret = 1 };
+	struct sr_cm_id *a = sr_cm_id_new(w.ch, NULL, RDMA_PS_TCP, IBV_QPT_RC);
+	struct rdma_cm_event *e;
+	pthread_t t;
+	void *res;
+
+	assert_int_equal(pthread_create(&t, NULL, wait_event, &w), 0);
+	wait_entered(w.ch);
+	usleep(10000);
+	assert_int_equal(pthread_cancel(t), 0);
+	assert_int_equal(pthread_join(t, &res), 0);
+	assert_ptr_equal(res, PTHREAD_CANCELED);
+	assert_int_equal(w.ch->waiters, 0);
+	post(a, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+	assert_int_equal(rdma_get_cm_event(&w.ch->ch, &e), 0);
+	rdma_ack_cm_event(e);
+	assert_int_equal(rdma_destroy_id(&a->id), 0);
+	rdma_destroy_event_channel(&w.ch->ch); /* no waiter: really freed (LSan checks) */
+}
+
 static void sync_mapping(void **state)
 {
 	struct sr_cm_id *a = sr_cm_id_new(NULL, NULL, RDMA_PS_TCP, IBV_QPT_RC);
@@ -248,6 +326,8 @@ int main(void)
 		cmocka_unit_test(private_data_clamped),
 		cmocka_unit_test(destroying_refuses),
 		cmocka_unit_test(sync_mapping),
+		cmocka_unit_test(destroy_under_waiter),
+		cmocka_unit_test(cancel_waiter),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
