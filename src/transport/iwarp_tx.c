@@ -243,9 +243,14 @@ static void sr_iw_message_done(struct sr_iw_conn *c)
 		sr_iw_buf_release(&c->src);
 		c->wqe = NULL;
 		c->kind = SR_IW_TX_IDLE;
-		pthread_mutex_unlock(&c->tx_lock);
+		/*
+		 * Completed with tx_lock still held: its last byte is on the wire, so the peer
+		 * may already have acted on it and closed (perftest's final handshake does).
+		 * The close takes tx_lock before the QP is flushed, so it finds this WQE done
+		 * instead of reporting a Send the peer received as flushed. sr_sq_complete
+		 * takes only verbs locks and may call xops->abort, which is safe here.
+		 */
 		sr_sq_complete(c->qp, w, IBV_WC_SUCCESS);
-		pthread_mutex_lock(&c->tx_lock);
 	}
 }
 

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -475,6 +477,70 @@ static void case_no_recv(void)
 	dp_disconnect(&p);
 }
 
+struct closer {
+	struct dp_pair *p;
+	struct ibv_wc wc;
+};
+
+/* The target: as soon as the Send has arrived, close the connection (perftest's server
+ * does this at the end of its final handshake). */
+static void *close_on_recv(void *arg)
+{
+	struct closer *c = arg;
+
+	c->wc = dp_wait_wc(c->p->srv.cq, 10000);
+	rdma_disconnect(c->p->srv.id);
+	return NULL;
+}
+
+/*
+ * A Send whose bytes are all on the wire completes successfully, even when the peer acts
+ * on it and closes the connection at once: the close must not report it as flushed. The
+ * race is between our completion and the peer's reaction; on one CPU the woken receiver
+ * preempts the sender right after its send, which makes the race happen nearly every run.
+ * Threads created from here on (the library's engine thread too) inherit the pinning.
+ */
+static void case_peer_close(void)
+{
+	cpu_set_t set;
+
+	DP_CHECK(sched_getaffinity(0, sizeof(set), &set) == 0, "getaffinity");
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (CPU_ISSET(cpu, &set)) {
+			CPU_ZERO(&set);
+			CPU_SET(cpu, &set);
+			break;
+		}
+	}
+	DP_CHECK(sched_setaffinity(0, sizeof(set), &set) == 0, "setaffinity");
+	for (int i = 0; i < 200; i++) {
+		struct dp_pair p;
+		uint8_t src[64], dst[64];
+		struct ibv_mr *smr, *dmr;
+		struct closer c = { .p = &p };
+		struct ibv_wc wc;
+		pthread_t t;
+
+		dp_connect(&p, NULL);
+		smr = dp_reg(p.cli.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+		dmr = dp_reg(p.srv.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE);
+		dp_post_recv(&p.srv, 7, dmr, dst, sizeof(dst));
+		DP_CHECK(pthread_create(&t, NULL, close_on_recv, &c) == 0, "thread");
+		DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, 1, smr, src, sizeof(src), 0, 0,
+				      IBV_SEND_SIGNALED) == 0, "post");
+		wc = dp_wait_wc(p.cli.cq, 10000);
+		pthread_join(t, NULL);
+		DP_CHECK(c.wc.status == IBV_WC_SUCCESS, "receive: %s",
+			 ibv_wc_status_str(c.wc.status));
+		DP_CHECK(wc.wr_id == 1 && wc.status == IBV_WC_SUCCESS,
+			 "run %d: a Send the peer received completed with %s", i,
+			 ibv_wc_status_str(wc.status));
+		ibv_dereg_mr(smr);
+		ibv_dereg_mr(dmr);
+		dp_disconnect(&p);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *c = argc > 1 ? argv[1] : "";
@@ -509,6 +575,8 @@ int main(int argc, char **argv)
 		case_bad_access(BAD_PD, false), case_bad_access(BAD_PD, true);
 	else if (!strcmp(c, "no_recv"))
 		case_no_recv();
+	else if (!strcmp(c, "peer_close"))
+		case_peer_close();
 	else {
 		fprintf(stderr, "usage: dp_test CASE\n");
 		return 2;
