@@ -92,3 +92,26 @@ sr_run_on() {
 	"${pre[@]}" env LD_LIBRARY_PATH="$SR_LIBDIR" ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
 		ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" "$@"
 }
+
+# One server/client exchange between the hosts of sr_hosts, both through our libraries:
+#   sr_server_client PORT SERVER-CMD... -- CLIENT-CMD...
+# starts the server, waits until it listens on PORT, runs the client, waits for both.
+# Sets SR_SLOG/SR_CLOG (their output) and SR_SRC/SR_CRC (their exit codes) and prints the
+# last SR_TAIL (default 5) lines of each.
+sr_server_client() {
+	local port=$1 srv=() spid
+	shift
+	while [ "$1" != "--" ]; do srv+=("$1"); shift; done
+	shift
+	SR_SLOG=$(mktemp)
+	SR_CLOG=$(mktemp)
+	sr_run_on "${SR_SRV[@]}" -- "${srv[@]}" >"$SR_SLOG" 2>&1 &
+	spid=$!
+	sr_wait_listen "$port" "${SR_SRV[@]}"
+	sr_run_on "${SR_CLI[@]}" -- "$@" >"$SR_CLOG" 2>&1
+	SR_CRC=$?
+	wait "$spid"
+	SR_SRC=$?
+	echo "--- server (exit $SR_SRC)"; tail -n "${SR_TAIL:-5}" "$SR_SLOG"
+	echo "--- client (exit $SR_CRC)"; tail -n "${SR_TAIL:-5}" "$SR_CLOG"
+}

@@ -9,21 +9,12 @@ sr_need_cmd "$prog"
 sr_hosts "$1"
 shift 2
 port=$((20000 + RANDOM % 20000))
-slog=$(mktemp)
-clog=$(mktemp)
-sr_run_on "${SR_SRV[@]}" -- timeout 120 "$prog" -R -p "$port" "$@" >"$slog" 2>&1 &
-spid=$!
-sr_wait_listen "$port" "${SR_SRV[@]}"
-sr_run_on "${SR_CLI[@]}" -- timeout 120 "$prog" -R -p "$port" "$@" "$SR_ADDR" >"$clog" 2>&1
-crc=$?
-wait "$spid"
-src=$?
-echo "--- server (exit $src)"; tail -4 "$slog"
-echo "--- client (exit $crc)"; tail -4 "$clog"
-[ "$crc" -eq 0 ] || sr_fail "$prog client exited $crc"
-[ "$src" -eq 0 ] || sr_fail "$prog server exited $src"
+sr_server_client "$port" timeout 120 "$prog" -R -p "$port" "$@" -- \
+	timeout 120 "$prog" -R -p "$port" "$@" "$SR_ADDR"
+[ "$SR_CRC" -eq 0 ] || sr_fail "$prog client exited $SR_CRC"
+[ "$SR_SRC" -eq 0 ] || sr_fail "$prog server exited $SR_SRC"
 # The line under the "#bytes ..." header: size, iterations, then the measured figures
 # (bandwidth in MB/s, or latencies in usec); the fourth field must be a positive number.
-res=$(grep -A1 '#bytes' "$clog" | tail -1)
+res=$(grep -A1 '#bytes' "$SR_CLOG" | tail -1)
 awk '{ exit !($4 + 0 > 0) }' <<<"$res" || sr_fail "no result in: $res"
 sr_pass "$prog -R over $SR_ADDR: $res"
