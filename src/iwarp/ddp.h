@@ -250,6 +250,15 @@ void sr_fpdu_rx_init(struct sr_fpdu_rx *rx, bool crc_on);
 /* What to read next (see the loop above); need->buf points into @rx. */
 void sr_fpdu_rx_need(struct sr_fpdu_rx *rx, struct sr_fpdu_rx_need *need);
 
+/*
+ * How many bytes right after what sr_fpdu_rx_need() asks for are certain to be FPDU
+ * framing rather than payload: the trailer still to come (PAYLOAD stage) plus the shortest
+ * possible next header. A receiver may read that many more into a buffer of its own with
+ * the same call (and feed them back through need/advance) without ever taking payload
+ * bytes that belong in a caller's memory. 0 in the HDR and FAILED stages.
+ */
+size_t sr_fpdu_rx_lookahead(const struct sr_fpdu_rx *rx);
+
 /**
  * sr_fpdu_rx_advance - account for @n bytes read as sr_fpdu_rx_need() asked.
  * @payload: in the PAYLOAD stage, the @n bytes just placed, for the CRC

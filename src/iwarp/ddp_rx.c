@@ -334,6 +334,18 @@ static int sr_fpdu_rx_trailer_bytes(struct sr_fpdu_rx *rx, size_t n)
 	return SR_FPDU_RX_SEG_DONE;
 }
 
+size_t sr_fpdu_rx_lookahead(const struct sr_fpdu_rx *rx)
+{
+	switch (rx->stage) {
+	case SR_FPDU_RX_PAYLOAD:
+		return (size_t)rx->trl_want + SR_FPDU_HDR_MIN;
+	case SR_FPDU_RX_TRAILER:
+		return SR_FPDU_HDR_MIN;
+	default:
+		return 0;
+	}
+}
+
 int sr_fpdu_rx_advance(struct sr_fpdu_rx *rx, size_t n, const void *payload)
 {
 	switch (rx->stage) {

@@ -126,6 +126,10 @@ struct sr_iw_conn {
 	struct sr_mr *rx_wmr;         /* MR of the Write segment being placed: kept apart from
 				       * rx_rbuf, which a Send message may still be filling */
 	bool rx_discard;              /* zero-length RTR segment: nothing to place */
+	/* Framing bytes read ahead with the payload (trailer, start of the next header) so a
+	 * full-size FPDU costs one recvmsg(); never payload (sr_fpdu_rx_lookahead). */
+	uint8_t rx_la[SR_FPDU_TRAILER_MAX + SR_FPDU_HDR_MIN];
+	uint8_t rx_la_pos, rx_la_len;
 
 	bool closed;                  /* cb.closed has been called */
 	int close_err;

@@ -285,13 +285,43 @@ static void sr_iw_rx_terminate(struct sr_iw_conn *c)
 	sr_iw_queue_terminate(c, &t);
 }
 
+/*
+ * Read what the parser asks for into `to` (at most `len` bytes), plus up to the parser's
+ * look-ahead into c->rx_la when `to` would be filled completely.
+ */
+static ssize_t sr_iw_rx_read(struct sr_iw_conn *c, void *to, size_t len, bool full)
+{
+	struct iovec iov[2] = { { .iov_base = to, .iov_len = len } };
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 1 };
+	size_t la = full ? sr_fpdu_rx_lookahead(&c->rx) : 0;
+	ssize_t n;
+
+	if (la > sizeof(c->rx_la))
+		la = sizeof(c->rx_la);
+	if (la) {
+		iov[1].iov_base = c->rx_la;
+		iov[1].iov_len = la;
+		m.msg_iovlen = 2;
+	}
+	n = recvmsg(c->fd, &m, MSG_DONTWAIT);
+	if (n > (ssize_t)len) {
+		c->rx_la_pos = 0;
+		c->rx_la_len = (uint8_t)(n - (ssize_t)len);
+		n = (ssize_t)len;
+	}
+	return n;
+}
+
 int sr_iw_rx(struct sr_iw_conn *c)
 {
 	size_t budget = SR_IW_RX_BUDGET;
 
-	while (budget) {
+	/* Bytes already read ahead are consumed even when the budget is spent: the socket may
+	 * not become readable again to bring us back for them. */
+	while (budget || c->rx_la_pos < c->rx_la_len) {
 		struct sr_fpdu_rx_need need;
-		uint8_t *dst = NULL;
+		uint8_t *dst = NULL, *to;
+		size_t ask;
 		ssize_t n;
 		int r;
 
@@ -300,6 +330,8 @@ int sr_iw_rx(struct sr_iw_conn *c)
 			sr_iw_rx_terminate(c);
 			return -EPROTO;
 		}
+		ask = need.len;
+		to = need.buf;
 		if (need.stage == SR_FPDU_RX_PAYLOAD) {
 			uint64_t contig = 0;
 
@@ -308,11 +340,18 @@ int sr_iw_rx(struct sr_iw_conn *c)
 				sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_CATA);
 				continue;
 			}
-			if (need.len > contig)
-				need.len = contig;
-			n = recv(c->fd, dst, need.len, MSG_DONTWAIT);
+			if (ask > contig)
+				ask = contig;
+			to = dst;
+		}
+		if (c->rx_la_pos < c->rx_la_len) {
+			n = SR_MIN((ssize_t)ask, (ssize_t)(c->rx_la_len - c->rx_la_pos));
+			memcpy(to, c->rx_la + c->rx_la_pos, (size_t)n);
+			c->rx_la_pos += (uint8_t)n;
 		} else {
-			n = recv(c->fd, need.buf, need.len, MSG_DONTWAIT);
+			/* Look ahead only past the end of what the parser wants now: with the
+			 * payload cut short by an SGE boundary, more payload follows. */
+			n = sr_iw_rx_read(c, to, ask, ask == need.len);
 		}
 		if (n == 0) {
 			/* EOF between FPDUs is an orderly close; inside one it is not. */

@@ -367,6 +367,44 @@ static void test_random_chunks(void **state)
 	}
 }
 
+/*
+ * A receiver that reads sr_fpdu_rx_lookahead() bytes beyond each need into a buffer of its
+ * own (the transport does, to read a whole FPDU with one call) must only ever get framing
+ * there: no read-ahead byte may be asked for as payload.
+ */
+static void test_lookahead(void **state)
+{
+	int n = build_mix(true, 1460);
+	size_t pos = 0, ahead = 0; /* st.buf[pos, ahead) was read ahead */
+	int lookaheads = 0;
+
+	iw_drv_init(&drv, true, TAG_BASE);
+	while (pos < st.len && !drv.rc) {
+		struct sr_fpdu_rx_need need;
+		size_t k;
+
+		sr_fpdu_rx_need(&drv.rx, &need);
+		assert_int_not_equal(need.stage, SR_FPDU_RX_FAILED);
+		if (pos < ahead) {
+			assert_int_not_equal(need.stage, SR_FPDU_RX_PAYLOAD);
+		} else {
+			size_t la = sr_fpdu_rx_lookahead(&drv.rx);
+
+			assert_int_equal(la == 0, need.stage == SR_FPDU_RX_HDR);
+			ahead = pos + need.len + la;
+			lookaheads += la > 0;
+		}
+		k = need.len < st.len - pos ? need.len : st.len - pos;
+		if (pos < ahead && ahead - pos < k)
+			k = ahead - pos;
+		iw_drv_feed(&drv, st.buf + pos, k, k);
+		pos += k;
+	}
+	assert_int_equal(lookaheads, n); /* one per FPDU: its payload or trailer read */
+	check_mix(n);
+	drv_done();
+}
+
 /* ------------------------- segmentation ------------------------- */
 
 static void check_segs(uint32_t mss, uint32_t hdr, uint32_t len,
@@ -890,6 +928,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_many_in_one_buffer,
 					  teardown_drv),
 		cmocka_unit_test_teardown(test_random_chunks, teardown_drv),
+		cmocka_unit_test_teardown(test_lookahead, teardown_drv),
 		cmocka_unit_test(test_segmentation),
 		cmocka_unit_test(test_encoder_errors),
 		cmocka_unit_test_teardown(test_bad_crc, teardown_drv),
