@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Transmit: cut Sends, RDMA Writes, Read Requests and Read Responses into FPDUs no larger
- * than the socket's current MSS allows, and write each FPDU with one sendmsg() whose iovecs
- * point at the header, the registered memory and the trailer. Non-blocking: when the socket
+ * than the socket's current MSS allows, and write them with sendmsg() whose iovecs point at
+ * the headers, the registered memory and the trailers (several FPDUs of one message per
+ * call). Non-blocking: when the socket
  * is full the engine resumes on EPOLLOUT.
  */
 #include <errno.h>
@@ -31,24 +32,34 @@ static void sr_iw_refresh_mss(struct sr_iw_conn *c)
 	c->mulpdu = sr_mpa_mulpdu((uint32_t)mss);
 }
 
-/* Finish an FPDU: header in fp_hdr[0..hlen), `nio` payload iovecs already at fp_iov[1..]. */
+/* Where the next FPDU of the batch puts its header. */
+#define SR_IW_HDR(c) ((c)->fp_hdr[(c)->fp_n])
+#define SR_IW_HDR_SIZE(c) sizeof((c)->fp_hdr[0])
+
+/*
+ * Append an FPDU to the batch: its header is in SR_IW_HDR(c)[0..hlen) and its `nio`
+ * payload iovecs are already at fp_iov[fp_iovcnt + 1 ...].
+ */
 static void sr_iw_fpdu_seal(struct sr_iw_conn *c, size_t hlen, int nio, size_t plen)
 {
-	size_t tlen;
+	struct iovec *v = &c->fp_iov[c->fp_iovcnt];
+	uint8_t *trl = c->fp_trl[c->fp_n];
 	uint32_t crc = 0;
+	size_t tlen;
 
-	c->fp_iov[0].iov_base = c->fp_hdr;
-	c->fp_iov[0].iov_len = hlen;
+	v[0].iov_base = SR_IW_HDR(c);
+	v[0].iov_len = hlen;
 	if (c->mpa.crc) {
-		crc = sr_crc32c(0, c->fp_hdr, hlen);
+		crc = sr_crc32c(0, v[0].iov_base, hlen);
 		for (int i = 1; i <= nio; i++)
-			crc = sr_crc32c(crc, c->fp_iov[i].iov_base, c->fp_iov[i].iov_len);
+			crc = sr_crc32c(crc, v[i].iov_base, v[i].iov_len);
 	}
-	tlen = sr_fpdu_put_trailer(c->fp_trl, hlen - SR_MPA_LEN_SIZE + plen, crc, c->mpa.crc);
-	c->fp_iov[nio + 1].iov_base = c->fp_trl;
-	c->fp_iov[nio + 1].iov_len = tlen;
-	c->fp_iovcnt = nio + 2;
-	c->fp_iovpos = 0;
+	tlen = sr_fpdu_put_trailer(trl, hlen - SR_MPA_LEN_SIZE + plen, crc, c->mpa.crc);
+	v[nio + 1].iov_base = trl;
+	v[nio + 1].iov_len = tlen;
+	c->fp_iovcnt += nio + 2;
+	c->fp_n++;
+	c->fp_bytes += plen;
 	c->fp_busy = true;
 }
 
@@ -107,23 +118,32 @@ static void sr_iw_build_data_fpdu(struct sr_iw_conn *c)
 
 	sr_ddp_segmenter_next(&c->seg, &ch);
 	if (c->kind == SR_IW_TX_RRESP) {
-		hlen = sr_fpdu_put_tagged(c->fp_hdr, sizeof(c->fp_hdr), SR_RDMAP_OP_READ_RESP,
+		hlen = sr_fpdu_put_tagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c), SR_RDMAP_OP_READ_RESP,
 					  ch.last, c->cur_resp.sink_stag,
 					  c->cur_resp.sink_to + ch.off, ch.len);
 	} else if (c->wqe->opcode == IBV_WR_RDMA_WRITE) {
-		hlen = sr_fpdu_put_tagged(c->fp_hdr, sizeof(c->fp_hdr), SR_RDMAP_OP_WRITE,
+		hlen = sr_fpdu_put_tagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c), SR_RDMAP_OP_WRITE,
 					  ch.last, c->wqe->rkey, c->wqe->remote_addr + ch.off,
 					  ch.len);
 	} else {
-		hlen = sr_fpdu_put_untagged(c->fp_hdr, sizeof(c->fp_hdr), sr_iw_send_opcode(c->wqe),
+		hlen = sr_fpdu_put_untagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c), sr_iw_send_opcode(c->wqe),
 					    ch.last, c->send_msn, ch.off,
 					    c->wqe->opcode == IBV_WR_SEND_WITH_INV ?
 						    c->wqe->invalidate_rkey : 0,
 					    ch.len);
 	}
-	nio = sr_iw_buf_iov(&c->src, ch.off, ch.len, &c->fp_iov[1], SR_MAX_SGE);
+	nio = sr_iw_buf_iov(&c->src, ch.off, ch.len, &c->fp_iov[c->fp_iovcnt + 1], SR_MAX_SGE);
 	sr_iw_fpdu_seal(c, (size_t)hlen, nio, ch.len);
 	c->seg_last_sent = ch.last;
+}
+
+/* First FPDU of the message's next batch, then as many more of it as the batch holds. */
+static void sr_iw_build_data_batch(struct sr_iw_conn *c)
+{
+	do
+		sr_iw_build_data_fpdu(c);
+	while (!c->seg_last_sent && c->fp_n < SR_IW_BATCH && c->fp_bytes < SR_IW_BATCH_BYTES &&
+	       c->fp_iovcnt + SR_MAX_SGE + 2 <= SR_IW_BATCH_IOV);
 }
 
 /* tx_lock held: queue a Terminate; it goes before anything else not yet started. */
@@ -199,7 +219,7 @@ static bool sr_iw_start_wqe(struct sr_iw_conn *c)
 		rr.size = q->len;
 		rr.src_stag = w->rkey;
 		rr.src_to = w->remote_addr;
-		sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_rreq(c->fp_hdr, sizeof(c->fp_hdr),
+		sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_rreq(SR_IW_HDR(c), SR_IW_HDR_SIZE(c),
 							    ++c->rreq_msn, &rr), 0, 0);
 		c->wqe = NULL; /* completes when its response has been placed */
 		c->kind = SR_IW_TX_IDLE;
@@ -223,7 +243,7 @@ static bool sr_iw_start_wqe(struct sr_iw_conn *c)
 			      w->opcode == IBV_WR_RDMA_WRITE ? SR_DDP_TAGGED_HDR_LEN :
 							      SR_DDP_UNTAGGED_HDR_LEN);
 	c->kind = SR_IW_TX_WQE;
-	sr_iw_build_data_fpdu(c);
+	sr_iw_build_data_batch(c);
 	return true;
 }
 
@@ -254,15 +274,18 @@ static void sr_iw_message_done(struct sr_iw_conn *c)
 	}
 }
 
-/* Pick and build the next FPDU. Returns false when there is nothing to send now. */
+/* Pick and build the next batch of FPDUs. Returns false when there is nothing to send now. */
 static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 {
+	c->fp_n = 0;
+	c->fp_bytes = 0;
+	c->fp_iovcnt = 0;
+	c->fp_iovpos = 0;
 	if (c->tx_term_pending) {
-		memcpy(c->fp_hdr, c->term_buf, (size_t)c->term_len);
-		c->fp_iov[0].iov_base = c->fp_hdr;
+		/* term_buf stays untouched from here on: a Terminate is queued once */
+		c->fp_iov[0].iov_base = c->term_buf;
 		c->fp_iov[0].iov_len = (size_t)c->term_len;
 		c->fp_iovcnt = 1;
-		c->fp_iovpos = 0;
 		c->fp_busy = true;
 		c->tx_term_pending = false;
 		c->tx_term_sent = true;
@@ -278,23 +301,23 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 
 			memset(q, 0, sizeof(*q));
 			c->rreq_count++;
-			sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_rreq(c->fp_hdr, sizeof(c->fp_hdr),
+			sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_rreq(SR_IW_HDR(c), SR_IW_HDR_SIZE(c),
 								    ++c->rreq_msn, &rr), 0, 0);
 		} else if (c->mpa.rtr == SR_MPA_RTR_SEND) {
-			sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_untagged(c->fp_hdr, sizeof(c->fp_hdr),
+			sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_untagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c),
 									SR_RDMAP_OP_SEND, true,
 									++c->send_msn, 0, 0, 0),
 					0, 0);
 		} else {
 			/* zero-length Write with STag 1: "some HW treats STag 0 specially" */
-			sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_tagged(c->fp_hdr, sizeof(c->fp_hdr),
+			sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_tagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c),
 								      SR_RDMAP_OP_WRITE, true, 1, 0, 0),
 					0, 0);
 		}
 		return true;
 	}
 	if (c->kind == SR_IW_TX_RRESP || c->kind == SR_IW_TX_WQE) {
-		sr_iw_build_data_fpdu(c);
+		sr_iw_build_data_batch(c);
 		return true;
 	}
 	/* Read Responses first: the peer is waiting on them. */
@@ -311,7 +334,7 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 		c->src.n = 0;
 		if (c->cur_resp.len)
 			sr_iw_buf_inline(&c->src, c->cur_resp.src, c->cur_resp.len);
-		sr_iw_build_data_fpdu(c);
+		sr_iw_build_data_batch(c);
 		return true;
 	}
 	for (;;) {
