@@ -212,7 +212,8 @@ static void sr_chan_leave(void *arg)
 	__atomic_sub_fetch(&ch->waiters, 1, __ATOMIC_SEQ_CST);
 }
 
-/* Takes the first queued event, or says why there is none: 0 = wait, -1 = fail (errno). */
+/* Takes the first queued event: 1 with *event set, 0 when none is queued. Never returns
+ * for a channel destroyed under the caller. */
 static int sr_chan_next(struct sr_cm_channel *ch, struct rdma_cm_event **event)
 {
 	struct sr_cm_event *e;
