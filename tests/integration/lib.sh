@@ -45,13 +45,15 @@ trap sr_cleanup EXIT
 # Where a server/client test runs: sets SR_ADDR (the server's address) and the command
 # prefixes SR_SRV / SR_CLI that run a program on the server's / client's host.
 #   lo4: 127.0.0.1   lo6: ::1   netns: two namespaces joined by a veth, 10.<net>.0.1 <- .2
+#   own: both ends in the first of those namespaces, on its own veth address 10.<net>.0.1
+#        (a host's own non-loopback address; real RNICs cannot do this, we must)
 sr_hosts() {
 	SR_SRV=()
 	SR_CLI=()
 	case "$1" in
 	lo4) SR_ADDR=127.0.0.1 ;;
 	lo6) SR_ADDR=::1 ;;
-	netns)
+	netns | own)
 		sr_need_root
 		sr_need_cmd ip
 		local a b net=$((200 + RANDOM % 50))
@@ -66,6 +68,7 @@ sr_hosts() {
 		SR_ADDR=10.$net.0.1
 		SR_SRV=(ip netns exec "$a")
 		SR_CLI=(ip netns exec "$b")
+		[ "$1" = own ] && SR_CLI=("${SR_SRV[@]}")
 		;;
 	*) sr_fail "unknown host setup $1" ;;
 	esac

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Unmodified rdma_server and rdma_client (synchronous rdma_cm API) both reach "end 0".
-# usage: rdma_server_client.sh lo4|lo6|netns
+# usage: rdma_server_client.sh lo4|lo6|netns|own
 . "$(dirname "$0")/../lib.sh"
 sr_need_cmd rdma_server rdma_client
 sr_hosts "${1:-lo4}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Unmodified rping server and client through our libraries exchange verified data.
-# usage: rping.sh lo4|lo6|netns [extra rping args for both sides...]
+# usage: rping.sh lo4|lo6|netns|own [extra rping args for both sides...]
 . "$(dirname "$0")/../lib.sh"
 sr_need_cmd rping
 sr_hosts "$1"
