@@ -274,14 +274,41 @@ static void t_rresp_echo(void **s)
 	free(got);
 }
 
+/*
+ * The end of a stream test: two receives completed with these lengths, the Read Request's
+ * response (sink STag/TO) carries `src`, the stream is still open; then tear down.
+ */
+static void stream_done(struct rq *t, uint32_t len1, uint32_t len2, uint32_t stag, uint64_t to,
+			const uint8_t *src, size_t len, struct ibv_mr *rmr, struct ibv_mr *mmr)
+{
+	struct ibv_wc wc[2];
+	uint8_t got[1024];
+
+	assert_true(len <= sizeof(got));
+	wait_wc(t->e.rcq, wc, 2);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[0].byte_len, len1);
+	assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[1].byte_len, len2);
+	t->r.to_base = to;
+	assert_int_equal(raw_next(&t->r, got, sizeof(got), T_WAIT_MS), 0);
+	assert_int_equal(t->r.seg.opcode, SR_RDMAP_OP_READ_RESP);
+	assert_int_equal(t->r.seg.stag, stag);
+	assert_int_equal(t->r.seg.to, to);
+	assert_true(t->r.seg.last);
+	assert_memory_equal(got, src, len);
+	assert_int_equal(closed_calls(&t->e, NULL), 0);
+	assert_int_equal(ibv_dereg_mr(rmr), 0);
+	assert_int_equal(ibv_dereg_mr(mmr), 0);
+	rq_down(t);
+}
+
 /* Valid FPDUs delivered one byte per segment: every split of the stream works. */
 static void t_bytewise(void **s)
 {
 	struct rq t;
 	uint8_t *st = malloc(1 << 16), *rbuf = calloc(1, 1024), *mem = calloc(1, PG), msg[300];
-	uint8_t got[64];
 	struct ibv_mr *rmr, *mmr;
-	struct ibv_wc wc[2];
 	size_t l = 0;
 
 	(void)s;
@@ -307,25 +334,57 @@ static void t_bytewise(void **s)
 	l += fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND_SE, true, 2, 0, 0, "hello", 5);
 	xsend_bytewise(t.peer, st, l);
 
-	wait_wc(t.e.rcq, wc, 2);
-	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
-	assert_int_equal(wc[0].byte_len, 300);
-	assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
-	assert_int_equal(wc[1].byte_len, 5);
+	stream_done(&t, 300, 5, 0x77, 0x5000, mem + 2000, 64, rmr, mmr);
 	assert_memory_equal(rbuf, msg, 300);
 	assert_memory_equal(rbuf + 512, "hello", 5);
 	assert_memory_equal(mem + 1000, msg, 201);
-	t.r.to_base = 0x5000;
-	assert_int_equal(raw_next(&t.r, got, sizeof(got), T_WAIT_MS), 0);
-	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_RESP);
-	assert_int_equal(t.r.seg.stag, 0x77);
-	assert_int_equal(t.r.seg.to, 0x5000);
-	assert_true(t.r.seg.last);
-	assert_memory_equal(got, mem + 2000, 64);
-	assert_int_equal(closed_calls(&t.e, NULL), 0);
-	assert_int_equal(ibv_dereg_mr(rmr), 0);
-	assert_int_equal(ibv_dereg_mr(mmr), 0);
-	rq_down(&t);
+	free(st);
+	free(rbuf);
+	free(mem);
+}
+
+/*
+ * The same kinds of FPDUs with payloads large enough for the receiver to read each one's
+ * trailer and the next header together with its payload (look-ahead), all written at once
+ * so the look-ahead always finds them: Writes and a Send in several segments, a Read
+ * Request (longer header than the look-ahead) and a short Send after a long one.
+ */
+static void t_lookahead_stream(void **s)
+{
+	struct rq t;
+	uint8_t *st = malloc(1 << 16), *rbuf = calloc(1, 4096), *mem = calloc(1, 4 * PG);
+	uint8_t msg[3000];
+	struct ibv_mr *rmr, *mmr;
+	size_t l = 0;
+
+	(void)s;
+	rq_up(&t, true, mpa_conn(true, 0, 4, 4));
+	rmr = ibv_reg_mr(t.e.pd, rbuf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	mmr = ibv_reg_mr(t.e.pd, mem, 4 * PG, ACC_ALL);
+	post_recv1(&t.e, 1, rbuf, 2048, rmr->lkey);
+	post_recv1(&t.e, 2, rbuf + 2048, 2048, rmr->lkey);
+	fill(msg, sizeof(msg), 91);
+	fill(mem + 3 * PG, 700, 92);
+	/* Write of 2001 bytes in two segments, then one of 999 (odd: pads) */
+	l += fpdu_tagged(st + l, true, SR_RDMAP_OP_WRITE, false, mmr->rkey, (uintptr_t)mem,
+			 msg, 1000);
+	l += fpdu_tagged(st + l, true, SR_RDMAP_OP_WRITE, true, mmr->rkey,
+			 (uintptr_t)mem + 1000, msg + 1000, 1001);
+	l += fpdu_tagged(st + l, true, SR_RDMAP_OP_WRITE, true, mmr->rkey,
+			 (uintptr_t)mem + 2001, msg + 2001, 999);
+	/* Send of 1800 in three segments */
+	for (int i = 0; i < 3; i++)
+		l += fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND, i == 2, 1, (uint32_t)i * 600, 0,
+				   msg + i * 600, 600);
+	/* Read Request of 700, then a Send of 5 */
+	l += fpdu_rreq(st + l, true, 1, 0x99, 0x8000, 700, mmr->rkey, (uintptr_t)mem + 3 * PG);
+	l += fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND, true, 2, 0, 0, "tail!", 5);
+	xsend(t.peer, st, l);
+
+	stream_done(&t, 1800, 5, 0x99, 0x8000, mem + 3 * PG, 700, rmr, mmr);
+	assert_memory_equal(rbuf, msg, 1800);
+	assert_memory_equal(rbuf + 2048, "tail!", 5);
+	assert_memory_equal(mem, msg, 3000);
 	free(st);
 	free(rbuf);
 	free(mem);
@@ -667,6 +726,7 @@ int main(void)
 		cmocka_unit_test(t_tx_format_nocrc),
 		cmocka_unit_test(t_rresp_echo),
 		cmocka_unit_test(t_bytewise),
+		cmocka_unit_test(t_lookahead_stream),
 		cmocka_unit_test(t_malformed),
 		cmocka_unit_test(t_ird_exceeded),
 		cmocka_unit_test(t_peer_terminate),
