@@ -122,6 +122,35 @@ out:
 	return err ? sr_cm_fail(err) : 0;
 }
 
+/*
+ * The PD for an id's QP or SRQ when the caller names none: the id's own, else the device's
+ * default PD, taken for the id (*took). sr_cm_pd_settle() then keeps that default PD for the
+ * id once the object exists (ok), or gives it back.
+ */
+static struct ibv_pd *sr_cm_id_pd(struct sr_cm_id *s, bool *took)
+{
+	*took = false;
+	if (!s->id.pd) {
+		s->id.pd = sr_cm_dev_get_pd(s->dev);
+		if (!s->id.pd)
+			return NULL;
+		*took = true;
+	}
+	return s->id.pd;
+}
+
+static void sr_cm_pd_settle(struct sr_cm_id *s, bool took, bool ok)
+{
+	if (!took)
+		return;
+	if (ok) {
+		s->uses_default_pd = true;
+	} else {
+		s->id.pd = NULL;
+		sr_cm_dev_put_pd(s->dev);
+	}
+}
+
 SR_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 {
 	struct ibv_qp_attr qattr;
@@ -139,13 +168,9 @@ SR_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_e
 		return sr_cm_fail(EOPNOTSUPP); /* iWARP: RC only */
 
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
-		if (!id->pd) {
-			id->pd = sr_cm_dev_get_pd(s->dev);
-			if (!id->pd)
-				return -1;
-			took_pd = true;
-		}
-		attr->pd = id->pd;
+		attr->pd = sr_cm_id_pd(s, &took_pd);
+		if (!attr->pd)
+			return -1;
 		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
 	} else if (attr->pd->context != id->verbs) {
 		return sr_cm_fail(EINVAL);
@@ -188,8 +213,7 @@ SR_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_e
 		goto fail;
 	}
 	pthread_mutex_lock(&sr_cm_lock);
-	if (took_pd)
-		s->uses_default_pd = true;
+	sr_cm_pd_settle(s, took_pd, true);
 	id->pd = qp->pd;
 	id->qp = qp;
 	pthread_mutex_unlock(&sr_cm_lock);
@@ -208,10 +232,7 @@ fail:
 		s->own_send_cq = keep_send;
 		s->own_recv_cq = keep_recv;
 	}
-	if (took_pd) {
-		id->pd = NULL;
-		sr_cm_dev_put_pd(s->dev);
-	}
+	sr_cm_pd_settle(s, took_pd, false);
 	return sr_cm_fail(err);
 }
 
@@ -262,27 +283,19 @@ SR_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr
 	if (attr->srq_type != IBV_SRQT_BASIC)
 		return sr_cm_fail(EOPNOTSUPP); /* no XRC, no tag matching */
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
-		if (!id->pd) {
-			id->pd = sr_cm_dev_get_pd(s->dev);
-			if (!id->pd)
-				return -1;
-			took_pd = true;
-		}
-		attr->pd = id->pd;
+		attr->pd = sr_cm_id_pd(s, &took_pd);
+		if (!attr->pd)
+			return -1;
 		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
 	}
 	srq = ibv_create_srq_ex(id->verbs, attr);
 	if (!srq) {
 		int err = errno;
 
-		if (took_pd) {
-			id->pd = NULL;
-			sr_cm_dev_put_pd(s->dev);
-		}
+		sr_cm_pd_settle(s, took_pd, false);
 		return sr_cm_fail(err);
 	}
-	if (took_pd)
-		s->uses_default_pd = true;
+	sr_cm_pd_settle(s, took_pd, true);
 	if (!id->pd)
 		id->pd = attr->pd;
 	id->srq = srq;
