@@ -390,6 +390,62 @@ static void t_lookahead_stream(void **s)
 	free(mem);
 }
 
+/*
+ * Malformed bytes that arrive through the look-ahead: a 1000-byte Write whose trailer (read
+ * ahead with its payload) has a bad CRC, and a good one followed by a header with a bad DDP
+ * version (its first 16 bytes read ahead). Each must end the stream with the right
+ * Terminate, and only the good Write may be placed.
+ */
+static void t_lookahead_malformed(void **s)
+{
+	static const struct {
+		bool bad_crc;
+		uint8_t layer, etype, ecode;
+	} cases[] = { { true, 2, 0, 0x02 }, { false, 1, 2, 0x06 } };
+
+	(void)s;
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct rq t;
+		uint8_t *st = malloc(8192), *mem = calloc(1, PG), msg[1000], data[8] = { 0 };
+		struct ibv_mr *mmr;
+		struct sr_term_info got;
+		size_t l;
+
+		rq_up(&t, true, mpa_conn(true, 0, 4, 4));
+		mmr = ibv_reg_mr(t.e.pd, mem, PG, ACC_ALL);
+		fill(msg, sizeof(msg), 93);
+		l = fpdu_tagged(st, true, SR_RDMAP_OP_WRITE, true, mmr->rkey, (uintptr_t)mem, msg,
+				sizeof(msg));
+		if (cases[k].bad_crc)
+			st[l - 1] ^= 0x01;
+		/* a Send whose DDP version is 2, with a good CRC over the bad header */
+		fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, data, 8);
+		st[l + 2] = (uint8_t)((st[l + 2] & ~SR_DDP_DV_MASK) | 2);
+		l += fpdu_finish(st + l, SR_FPDU_HDR_UNTAGGED, data, 8, true);
+		xsend(t.peer, st, l);
+
+		assert_int_equal(raw_next(&t.r, NULL, 0, T_WAIT_MS), 0);
+		assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_TERMINATE);
+		assert_int_equal(sr_term_parse(t.r.fpdu + SR_FPDU_HDR_UNTAGGED,
+					       t.r.seg.ulpdu_len - SR_DDP_UNTAGGED_HDR_LEN, &got),
+				 0);
+		assert_int_equal(got.cause.layer, cases[k].layer);
+		assert_int_equal(got.cause.etype, cases[k].etype);
+		assert_int_equal(got.cause.ecode, cases[k].ecode);
+		raw_expect_end(&t.r);
+		assert_true(wait_closed(&t.e) < 0);
+		assert_int_equal(qp_state(&t.e), IBV_QPS_ERR);
+		/* the Write's payload is placed before its CRC is known (ddp.h); a good one
+		 * must be complete */
+		if (!cases[k].bad_crc)
+			assert_memory_equal(mem, msg, sizeof(msg));
+		assert_int_equal(ibv_dereg_mr(mmr), 0);
+		rq_down(&t);
+		free(st);
+		free(mem);
+	}
+}
+
 /* ------------------------------------------------------------ malformed -- */
 
 enum mk {
@@ -727,6 +783,7 @@ int main(void)
 		cmocka_unit_test(t_rresp_echo),
 		cmocka_unit_test(t_bytewise),
 		cmocka_unit_test(t_lookahead_stream),
+		cmocka_unit_test(t_lookahead_malformed),
 		cmocka_unit_test(t_malformed),
 		cmocka_unit_test(t_ird_exceeded),
 		cmocka_unit_test(t_peer_terminate),
