@@ -239,7 +239,6 @@ void sr_cm_active_timeout(struct sr_cm_conn *c)
 
 SR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
-	const struct sockaddr *dst;
 	struct sr_cm_conn *c;
 	struct sr_cm_id *s;
 	size_t pd_len = 0;
@@ -251,7 +250,6 @@ SR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 		return sr_cm_fail(EINVAL);
 	s = to_sr_id(id);
 	sync = s->sync; /* after the unlock below an async id may be destroyed any time */
-	dst = &id->route.addr.dst_addr;
 	rev = sr_cm_mpa_rev();
 	if (conn_param && conn_param->private_data)
 		pd_len = conn_param->private_data_len;
@@ -294,8 +292,8 @@ SR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 	s->conn = c;
 	s->state = SR_CM_CONNECTING;
 
-	rc = connect(c->sock.fd, dst, sr_addr_len(dst));
-	err = rc < 0 && errno != EINPROGRESS ? -errno : 0;
+	rc = sr_cm_port_connect_locked(s, &c->sock.fd);
+	err = rc == -EINPROGRESS ? 0 : rc;
 	if (!err) {
 		c->phase = rc == 0 ? SR_CONN_SEND_REQ : SR_CONN_TCP_CONNECT;
 		err = sr_engine_add(&c->sock, EPOLLOUT);

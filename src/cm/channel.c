@@ -17,9 +17,6 @@
 #include "cm/cm_priv.h"
 #include "common/sr_log.h"
 
-pthread_mutex_t sr_cm_lock = PTHREAD_MUTEX_INITIALIZER;
-pthread_cond_t sr_cm_cond = PTHREAD_COND_INITIALIZER;
-
 struct sr_cm_channel *sr_cm_channel_new(bool sync)
 {
 	struct sr_cm_channel *ch = calloc(1, sizeof(*ch));

@@ -39,7 +39,9 @@
 #include <rdma/rdma_cma.h>
 #include <infiniband/verbs.h>
 
+#include "cm/cm_core.h"
 #include "common/sr_common.h"
+#include "common/sr_sockaddr.h"
 #include "common/sr_list.h"
 #include "engine/sr_engine.h"
 #include "iwarp/mpa.h"
@@ -69,9 +71,6 @@
 #define SR_CM_MAX_HANDSHAKES 1024
 /* Event private data buffer (RDMA_MAX_PRIVATE_DATA). */
 #define SR_CM_PD_MAX 256
-
-extern pthread_mutex_t sr_cm_lock;
-extern pthread_cond_t sr_cm_cond;
 
 /* ------------------------------------------------------------ devices -- */
 
@@ -185,6 +184,13 @@ enum sr_cm_state {
 struct sr_cm_conn;
 struct sr_cm_link;
 
+/* How an id holds its local port (port_space.c). */
+enum sr_cm_port_kind {
+	SR_CM_PORT_NONE,   /* no port: unbound, or a request id (accepted ids use none) */
+	SR_CM_PORT_BOUND,  /* explicit bind, listener: never shared but through REUSEADDR */
+	SR_CM_PORT_ACTIVE, /* implicit bind at rdma_resolve_addr: shared by distinct tuples */
+};
+
 struct sr_cm_id {
 	struct rdma_cm_id id;        /* the application's handle; must be first */
 	enum sr_cm_state state;
@@ -197,6 +203,9 @@ struct sr_cm_id {
 
 	/* address */
 	int fd;                      /* bound or listening socket, -1 */
+	enum sr_cm_port_kind port_kind; /* port_space.c: how the id holds route's src port */
+	uint16_t port;               /* the port it holds, while port_kind != NONE */
+	struct sr_cm_id *port_next;  /* next owner of that port */
 	bool reuseaddr;
 	int afonly;                  /* -1: system default */
 	int tos;                     /* -1: not set */
@@ -260,12 +269,45 @@ const char *sr_cm_state_str(enum sr_cm_state s);
 /* --------------------------------------------------------- addressing -- */
 
 /*
- * Bind id to addr (an explicit bind when explicit). Creates the TCP socket. Returns 0 or a
- * negative errno. sr_cm_lock held.
+ * Bind id to addr: rdma_resolve_addr's implicit bind when active (route.addr.dst set), else
+ * an explicit one. Creates the TCP socket and picks the device of a specific address.
+ * Returns 0 or a negative errno. sr_cm_lock held.
  */
-int sr_cm_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr, bool explicit);
+int sr_cm_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr, bool active);
 /* Copy a sockaddr into a route address slot, unmapping v4-mapped IPv6. */
-void sr_cm_set_addr(struct sockaddr_storage *slot, const struct sockaddr *sa);
+static inline void sr_cm_set_addr(struct sockaddr_storage *slot, const struct sockaddr *sa)
+{
+	sr_addr_store(slot, sa);
+}
+/* Apply a TOS / traffic class (tos >= 0) to a socket of the given family. */
+void sr_cm_apply_tos(int fd, int family, int tos);
+
+/* --------------------------------------------------------- port space -- */
+
+/*
+ * port_space.c; every function with sr_cm_lock held. The rules are stated at the top of
+ * that file. Binds create id->fd, set route.addr.src (with the port) and enter the id in
+ * the process's port table; errors are negative errnos.
+ */
+/* rdma_bind_addr, listen's auto-bind: rule 1 for a given port, rule 2 for port 0. */
+int sr_cm_port_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr);
+/* rdma_resolve_addr's implicit bind (route.addr.dst already set): src's port or rule 2. */
+int sr_cm_port_bind_active_locked(struct sr_cm_id *id, const struct sockaddr *src);
+/* rdma_listen: a reuse id must be alone on its port (rule 3); clears reuse. */
+int sr_cm_port_listen_locked(struct sr_cm_id *id);
+/*
+ * connect() *fd to route.addr.dst. If the kernel finds the tuple taken (EADDRNOTAVAIL) and
+ * the id's port was chosen implicitly, moves to another port (new socket in *fd) and tries
+ * again. Returns 0, -EINPROGRESS or another negative errno.
+ */
+int sr_cm_port_connect_locked(struct sr_cm_id *id, int *fd);
+/* The id gives its port up (destroy). Its socket is closed by whoever owns it. */
+void sr_cm_port_release_locked(struct sr_cm_id *id);
+/* The rules themselves, for tests: rule 1 (0 or -EADDRINUSE/-EADDRNOTAVAIL) and rule 2. */
+int sr_cm_port_rule_explicit(const struct sockaddr *a, bool a_reuse, bool a_afonly,
+			     const struct sockaddr *b, bool b_reuse, bool b_afonly);
+bool sr_cm_port_rule_unique(const struct sockaddr *src_a, const struct sockaddr *dst_a,
+			    const struct sockaddr *src_b, const struct sockaddr *dst_b);
 
 /* --------------------------------------------------------- connections -- */
 
@@ -375,9 +417,5 @@ void sr_cm_active_timeout(struct sr_cm_conn *c);
 
 /* addr.c: apply id->tos to its socket (lock held) */
 void sr_cm_set_tos(struct sr_cm_id *id);
-
-/* ------------------------------------------------------------- lists -- */
-
-extern struct sr_list sr_cm_ids;
 
 #endif

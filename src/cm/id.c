@@ -8,8 +8,6 @@
 #include "cm/cm_priv.h"
 #include "common/sr_log.h"
 
-struct sr_list sr_cm_ids = SR_LIST_INIT(sr_cm_ids);
-
 const char *sr_cm_state_str(enum sr_cm_state s)
 {
 	static const char *const names[] = {
@@ -114,6 +112,7 @@ void sr_cm_id_free_unseen(struct sr_cm_id *id)
 	pthread_mutex_lock(&sr_cm_lock);
 	id->state = SR_CM_DESTROYING;
 	sr_list_del(&id->node);
+	sr_cm_port_release_locked(id);
 	c = id->conn;
 	if (c && !sr_cm_conn_claim(c))
 		c = NULL;
@@ -175,6 +174,7 @@ SR_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	prev = s->state;
 	s->state = SR_CM_DESTROYING;
 	sr_list_del(&s->node);
+	sr_cm_port_release_locked(s);
 	/* events not yet fetched go away; requests of a listener among them are rejected */
 	sr_cm_chan_take(s->chan, s, NULL, &orphans);
 	c = s->conn;

@@ -242,12 +242,14 @@ SR_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		err = -EINVAL;
 	if (err)
 		goto out;
+	err = sr_cm_port_listen_locked(s);
+	if (err)
+		goto out;
 	if (listen(s->fd, backlog) < 0) {
 		err = -errno;
 		goto out;
 	}
 	s->backlog = backlog;
-	s->reuseaddr = false; /* the kernel CM clears it when an id listens */
 	s->listen_h.fd = s->fd;
 	s->listen_h.cb = sr_cm_listen_cb;
 	s->state = SR_CM_LISTEN;

@@ -20,50 +20,6 @@
 
 #include "netdev/sr_route.h"
 
-unsigned int sr_addr_len(const struct sockaddr *sa)
-{
-	if (!sa)
-		return 0;
-	switch (sa->sa_family) {
-	case AF_INET:
-		return sizeof(struct sockaddr_in);
-	case AF_INET6:
-		return sizeof(struct sockaddr_in6);
-	default:
-		return 0;
-	}
-}
-
-bool sr_addr_is_any(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
-	if (sa->sa_family == AF_INET6)
-		return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
-	return false;
-}
-
-bool sr_addr_is_loopback(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-	if (sa->sa_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-
-		if (IN6_IS_ADDR_LOOPBACK(a))
-			return true;
-		/* ::ffff:127.x.y.z is loopback too */
-		return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
-	}
-	return false;
-}
-
-bool sr_addr_is_v4mapped(const struct sockaddr *sa)
-{
-	return sa->sa_family == AF_INET6 &&
-	       IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
-}
-
 static const void *sr_addr_bytes(const struct sockaddr *sa, unsigned int *len)
 {
 	if (sa->sa_family == AF_INET) {

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
+#include "common/sr_sockaddr.h"
+
 struct sr_route {
 	int oif;                     /* egress interface the kernel chose (lo for local) */
 	/*
@@ -37,12 +39,5 @@ int sr_route_lookup(const struct sockaddr *dst, const struct sockaddr *src, int 
  * it, or another negative errno.
  */
 int sr_addr_owner(const struct sockaddr *addr);
-
-/* Helpers on sockaddrs (AF_INET / AF_INET6 only). */
-bool sr_addr_is_any(const struct sockaddr *sa);
-bool sr_addr_is_loopback(const struct sockaddr *sa);
-bool sr_addr_is_v4mapped(const struct sockaddr *sa);
-/* Length of the sockaddr for its family, 0 for an unsupported family. */
-unsigned int sr_addr_len(const struct sockaddr *sa);
 
 #endif

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+/* The CM's lock, its condition and the id list (see cm_core.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cm/cm_core.h"
+
+#ifdef NDEBUG
+pthread_mutex_t sr_cm_lock = PTHREAD_MUTEX_INITIALIZER;
+#else
+/* An error-checking mutex knows its owner: locking it again from that thread fails with
+ * EDEADLK instead of hanging, which is how ownership is asserted below. */
+pthread_mutex_t sr_cm_lock = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+
+void sr_cm_assert_locked_at(const char *func)
+{
+	int r = pthread_mutex_lock(&sr_cm_lock);
+
+	if (r == EDEADLK)
+		return;
+	fprintf(stderr, "softrdma: %s called without the CM lock\n", func);
+	abort();
+}
+#endif
+pthread_cond_t sr_cm_cond = PTHREAD_COND_INITIALIZER;
+
+struct sr_list sr_cm_ids = SR_LIST_INIT(sr_cm_ids);

@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The port space: which local TCP port an id gets, and with whom it may share it.
+ *
+ * Our RDMA ports are the host's TCP ports. Every id that holds a port owns a real TCP socket
+ * bound to it, so the kernel enforces the host-wide rules (a TCP server on the port, other
+ * processes, ports below ip_unprivileged_port_start -> EACCES) and firewalls and `ss -tn`
+ * see RDMA connections as what they are. On top of that this file keeps the process's own
+ * table of port owners and applies the rules of the kernel's RDMA CM, which a plain socket
+ * bind cannot express:
+ *
+ * 1. Explicit port (rdma_bind_addr, or rdma_resolve_addr with a source port): for every
+ *    other owner of the port, unless both ids set RDMA_OPTION_ID_REUSEADDR (a listener has
+ *    dropped its reuse), or both are address-family-only and of different families:
+ *    either address a wildcard (0.0.0.0, ::) or a loopback address -> EADDRNOTAVAIL;
+ *    the same address -> EADDRINUSE; different specific addresses coexist.
+ * 2. Port 0 (implicit binds at rdma_resolve_addr, rdma_listen on an unbound id, explicit
+ *    binds to port 0): a port from net.ipv4.ip_local_port_range minus
+ *    ip_local_reserved_ports, probed from a random start, that is "unique" against every
+ *    other owner: their destination ports differ (both known), or their source addresses
+ *    differ (both specific), or their destination addresses differ (both specific). An
+ *    active id resolving an address knows its destination before it binds, so active ids
+ *    share a port as long as their (source, source port, destination, destination port)
+ *    tuples differ, exactly what TCP's connect() allows; ids without a destination
+ *    (listeners, explicit binds) never share. One host therefore holds about 28,000
+ *    connections per destination address and port rather than 28,000 in all.
+ * 3. rdma_listen on a reuse id re-checks rule 1 as if it had no reuse (EADDRINUSE or
+ *    EADDRNOTAVAIL when another id holds the port) and then clears reuse.
+ *
+ * Sockets of ids that may share carry SO_REUSEADDR, which lets several non-listening TCP
+ * sockets bind one address and port; the kernel still refuses a bind next to a listening
+ * socket (so a TCP server on the port makes our bind fail and we try the next port) and
+ * refuses connect() for a 4-tuple already in use (including by TIME_WAIT sockets or other
+ * processes' RDMA ids, which our table cannot see). When connect() says so (EADDRNOTAVAIL),
+ * an implicitly bound id moves to another port before anything goes on the wire; the new
+ * port is visible through rdma_get_src_port() from then on.
+ *
+ * Differences from the kernel CM, on purpose: an active id binds its route's source address,
+ * not the wildcard, and loopback counts as a specific address for rule 2, so sharing follows
+ * TCP's 4-tuple. Everything here runs under sr_cm_lock.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cm/cm_priv.h"
+#include "common/sr_log.h"
+#include "common/sr_sockaddr.h"
+
+/* Owners per port, singly linked through sr_cm_id.port_next (zero pages until used). */
+static struct sr_cm_id *sr_port_owners[65536];
+
+/* ------------------------------------------------------------- rules -- */
+
+/* Rule 1's notion of "wildcard": the kernel CM's cma_any_addr() includes loopback. */
+static bool sr_ps_any_or_loopback(const struct sockaddr *sa)
+{
+	return sr_addr_len(sa) == 0 || sr_addr_is_any(sa) || sr_addr_is_loopback(sa);
+}
+
+/* Rule 2's "not known": no address yet, or a wildcard one. */
+static bool sr_ps_unknown(const struct sockaddr *sa)
+{
+	return sr_addr_len(sa) == 0 || sr_addr_is_any(sa);
+}
+
+int sr_cm_port_rule_explicit(const struct sockaddr *a, bool a_reuse, bool a_afonly,
+			     const struct sockaddr *b, bool b_reuse, bool b_afonly)
+{
+	if (a_reuse && b_reuse)
+		return 0;
+	if (a->sa_family != b->sa_family && a_afonly && b_afonly)
+		return 0;
+	if (sr_ps_any_or_loopback(a) || sr_ps_any_or_loopback(b))
+		return -EADDRNOTAVAIL;
+	if (sr_addr_same_ip(a, b))
+		return -EADDRINUSE;
+	return 0;
+}
+
+bool sr_cm_port_rule_unique(const struct sockaddr *src_a, const struct sockaddr *dst_a,
+			    const struct sockaddr *src_b, const struct sockaddr *dst_b)
+{
+	uint16_t pa = sr_addr_len(dst_a) ? sr_addr_port(dst_a) : 0;
+	uint16_t pb = sr_addr_len(dst_b) ? sr_addr_port(dst_b) : 0;
+
+	if (pa && pb && pa != pb)
+		return true;
+	if (!sr_ps_unknown(src_a) && !sr_ps_unknown(src_b) && !sr_addr_same_ip(src_a, src_b))
+		return true;
+	if (!sr_ps_unknown(dst_a) && !sr_ps_unknown(dst_b) && !sr_addr_same_ip(dst_a, dst_b))
+		return true;
+	return false;
+}
+
+static bool sr_ps_afonly(const struct sr_cm_id *id, int family)
+{
+	char c = '0';
+	FILE *f;
+
+	if (family == AF_INET)
+		return true; /* the kernel CM sets afonly for every AF_INET bind */
+	if (id->afonly >= 0)
+		return id->afonly;
+	f = fopen("/proc/sys/net/ipv6/bindv6only", "re");
+	if (f) {
+		if (fread(&c, 1, 1, f) != 1)
+			c = '0';
+		fclose(f);
+	}
+	return c == '1';
+}
+
+/* Rule 1 against every owner of addr's port; reuse is id's as the caller wants it. */
+static int sr_ps_check_explicit(const struct sr_cm_id *id, const struct sockaddr *addr,
+				bool reuse)
+{
+	bool afonly = sr_ps_afonly(id, addr->sa_family);
+	const struct sr_cm_id *o;
+	int err;
+
+	for (o = sr_port_owners[sr_addr_port(addr)]; o; o = o->port_next) {
+		const struct sockaddr *oa = &o->id.route.addr.src_addr;
+
+		if (o == id)
+			continue;
+		err = sr_cm_port_rule_explicit(addr, reuse, afonly, oa, o->reuseaddr,
+					       sr_ps_afonly(o, oa->sa_family));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Rule 2 against every owner of port, for an id with this source and destination. */
+static bool sr_ps_port_unique(const struct sr_cm_id *id, uint16_t port,
+			      const struct sockaddr *src, const struct sockaddr *dst)
+{
+	const struct sr_cm_id *o;
+
+	for (o = sr_port_owners[port]; o; o = o->port_next) {
+		if (o == id)
+			continue;
+		if (!sr_cm_port_rule_unique(src, dst, &o->id.route.addr.src_addr,
+					    &o->id.route.addr.dst_addr))
+			return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------ ranges -- */
+
+/*
+ * net.ipv4.ip_local_port_range and ip_local_reserved_ports of the caller's namespace,
+ * re-read at most once a second: a resolve storm must not cost two file reads per id, and
+ * an administrator's change still takes effect promptly.
+ */
+static struct {
+	struct timespec read_at;
+	bool valid;
+	uint16_t lo, hi;
+	uint8_t reserved[65536 / 8];
+} sr_ps_range;
+
+static void sr_ps_read_reserved(void)
+{
+	char buf[4096], *p;
+	size_t n;
+	FILE *f;
+
+	memset(sr_ps_range.reserved, 0, sizeof(sr_ps_range.reserved));
+	f = fopen("/proc/sys/net/ipv4/ip_local_reserved_ports", "re");
+	if (!f)
+		return;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* "8080,9000-9100" */
+	for (p = buf; *p;) {
+		char *end;
+		unsigned long a = strtoul(p, &end, 10), b = a, i;
+
+		if (end == p)
+			break;
+		if (*end == '-')
+			b = strtoul(end + 1, &end, 10);
+		for (i = a; i <= b && i < 65536; i++)
+			sr_ps_range.reserved[i / 8] |= (uint8_t)(1u << (i % 8));
+		p = *end == ',' ? end + 1 : end;
+		while (*p == '\n' || *p == ' ')
+			p++;
+	}
+}
+
+static void sr_ps_refresh_range(void)
+{
+	unsigned int lo = 32768, hi = 60999;
+	struct timespec now;
+	FILE *f;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	if (sr_ps_range.valid && now.tv_sec == sr_ps_range.read_at.tv_sec)
+		return;
+	f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+	if (f) {
+		if (fscanf(f, "%u %u", &lo, &hi) != 2 || lo == 0 || lo > hi || hi > 65535) {
+			lo = 32768;
+			hi = 60999;
+		}
+		fclose(f);
+	}
+	sr_ps_range.lo = (uint16_t)lo;
+	sr_ps_range.hi = (uint16_t)hi;
+	sr_ps_read_reserved();
+	sr_ps_range.read_at = now;
+	sr_ps_range.valid = true;
+}
+
+static bool sr_ps_reserved(uint16_t port)
+{
+	return sr_ps_range.reserved[port / 8] & (1u << (port % 8));
+}
+
+/* xorshift, seeded once: where a probe starts only has to be unpredictable enough. */
+static uint32_t sr_ps_random(void)
+{
+	static uint32_t x;
+
+	if (!x && (getrandom(&x, sizeof(x), GRND_NONBLOCK) != sizeof(x) || !x))
+		x = (uint32_t)getpid() * 2654435761u ^ (uint32_t)time(NULL) ^ 1u;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	return x;
+}
+
+/* ----------------------------------------------------------- sockets -- */
+
+static void sr_ps_link(struct sr_cm_id *id, uint16_t port, enum sr_cm_port_kind kind)
+{
+	id->port = port;
+	id->port_kind = kind;
+	id->port_next = sr_port_owners[port];
+	sr_port_owners[port] = id;
+}
+
+void sr_cm_port_release_locked(struct sr_cm_id *id)
+{
+	struct sr_cm_id **pp;
+
+	sr_cm_assert_locked();
+	if (id->port_kind == SR_CM_PORT_NONE)
+		return;
+	for (pp = &sr_port_owners[id->port]; *pp; pp = &(*pp)->port_next) {
+		if (*pp == id) {
+			*pp = id->port_next;
+			break;
+		}
+	}
+	id->port_next = NULL;
+	id->port_kind = SR_CM_PORT_NONE;
+}
+
+/* A non-blocking TCP socket with the id's options, bound to addr; fd or negative errno. */
+static int sr_ps_socket(const struct sr_cm_id *id, const struct sockaddr *addr)
+{
+	int fd, one = 1, err;
+
+	fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (addr->sa_family == AF_INET6 && id->afonly >= 0)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &id->afonly, sizeof(id->afonly));
+	/* Sharing a port between non-listening sockets (rule 2), and a restarted server
+	 * must not be locked out by its old TIME_WAIT connections. */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	sr_cm_apply_tos(fd, addr->sa_family, id->tos);
+	if (bind(fd, addr, sr_addr_len(addr)) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* The id now holds fd (bound): record the address the kernel reports. */
+static void sr_ps_take(struct sr_cm_id *id, int fd, enum sr_cm_port_kind kind)
+{
+	struct sockaddr_storage got;
+	socklen_t len = sizeof(got);
+
+	/* keeps the scope id of a link-local address too */
+	if (getsockname(fd, (struct sockaddr *)&got, &len) == 0)
+		sr_addr_store(&id->id.route.addr.src_storage, (struct sockaddr *)&got);
+	id->fd = fd;
+	sr_ps_link(id, sr_addr_port(&id->id.route.addr.src_addr), kind);
+}
+
+/*
+ * Rule 2: the first port from a random start that is unique for (src, dst) and that the
+ * kernel lets us bind, other than avoid (0: none). The id then holds it (id->fd bound,
+ * its address updated). Returns 0 or a negative errno.
+ */
+static int sr_ps_alloc(struct sr_cm_id *id, const struct sockaddr *src, enum sr_cm_port_kind kind,
+		       uint16_t avoid)
+{
+	const struct sockaddr *dst = &id->id.route.addr.dst_addr;
+	struct sockaddr_storage a;
+	uint32_t n, start, i;
+
+	sr_ps_refresh_range();
+	n = (uint32_t)sr_ps_range.hi - sr_ps_range.lo + 1;
+	start = sr_ps_random() % n;
+	memcpy(&a, src, sr_addr_len(src));
+	for (i = 0; i < n; i++) {
+		uint16_t port = (uint16_t)(sr_ps_range.lo + (start + i) % n);
+		int fd;
+
+		if (port == avoid || sr_ps_reserved(port) ||
+		    !sr_ps_port_unique(id, port, src, dst))
+			continue;
+		sr_addr_set_port((struct sockaddr *)&a, port);
+		fd = sr_ps_socket(id, (struct sockaddr *)&a);
+		if (fd == -EADDRINUSE || fd == -EACCES)
+			continue; /* a listener or a non-sharing socket of someone else */
+		if (fd < 0)
+			return fd;
+		sr_ps_take(id, fd, kind);
+		return 0;
+	}
+	return -EADDRNOTAVAIL;
+}
+
+int sr_cm_port_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr)
+{
+	int fd, err;
+
+	sr_cm_assert_locked();
+	if (!sr_addr_port(addr))
+		return sr_ps_alloc(id, addr, SR_CM_PORT_BOUND, 0);
+	err = sr_ps_check_explicit(id, addr, id->reuseaddr);
+	if (err)
+		return err;
+	fd = sr_ps_socket(id, addr);
+	if (fd < 0)
+		return fd;
+	sr_ps_take(id, fd, SR_CM_PORT_BOUND);
+	return 0;
+}
+
+int sr_cm_port_bind_active_locked(struct sr_cm_id *id, const struct sockaddr *src)
+{
+	sr_cm_assert_locked();
+	if (sr_addr_port(src))
+		return sr_cm_port_bind_locked(id, src);
+	return sr_ps_alloc(id, src, SR_CM_PORT_ACTIVE, 0);
+}
+
+int sr_cm_port_listen_locked(struct sr_cm_id *id)
+{
+	int err;
+
+	sr_cm_assert_locked();
+	if (id->reuseaddr) {
+		err = sr_ps_check_explicit(id, &id->id.route.addr.src_addr, false);
+		if (err)
+			return err;
+	}
+	id->reuseaddr = false; /* the kernel CM clears it when an id listens */
+	return 0;
+}
+
+/* How often connect() may find an implicitly chosen tuple taken before we give up. */
+#define SR_PS_CONNECT_TRIES 16
+
+int sr_cm_port_connect_locked(struct sr_cm_id *id, int *fd)
+{
+	const struct sockaddr *dst = &id->id.route.addr.dst_addr;
+	struct sockaddr_storage src;
+	int tries = 0, err;
+	uint16_t taken;
+
+	sr_cm_assert_locked();
+	for (;;) {
+		if (connect(*fd, dst, sr_addr_len(dst)) == 0)
+			return 0;
+		err = -errno;
+		if (err != -EADDRNOTAVAIL || id->port_kind != SR_CM_PORT_ACTIVE ||
+		    ++tries > SR_PS_CONNECT_TRIES)
+			return err;
+		/* The tuple is in use where our table cannot see: another process, or a
+		 * TIME_WAIT socket. Nothing is on the wire yet; move to another port. */
+		sr_dbg("id %p: port %u taken for this destination; choosing another",
+		       (void *)id, id->port);
+		memcpy(&src, &id->id.route.addr.src_storage, sizeof(src));
+		sr_addr_set_port((struct sockaddr *)&src, 0);
+		taken = id->port;
+		sr_cm_port_release_locked(id);
+		close(*fd);
+		*fd = -1;
+		id->fd = -1;
+		err = sr_ps_alloc(id, (struct sockaddr *)&src, SR_CM_PORT_ACTIVE, taken);
+		if (err)
+			return err;
+		*fd = id->fd;
+		id->fd = -1; /* the caller's *fd owns it */
+	}
+}
