@@ -148,6 +148,17 @@ SR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 		}
 		sr_cm_id_set_dev(s, dev);
 	}
+	/* The host's own addresses need no next hop; others wait for it (resolve.c). */
+	if (!rt.local && !sr_addr_is_loopback(dst_addr)) {
+		err = sr_cm_resolve_nexthop_locked(s, rt.oif, (struct sockaddr *)&rt.nexthop,
+						   timeout_ms);
+		if (err < 0) {
+			sr_cm_post(s, RDMA_CM_EVENT_ADDR_ERROR, err, NULL);
+			goto done;
+		}
+		if (err == 0)
+			goto done; /* ADDR_QUERY: the event comes from the engine thread */
+	}
 	s->state = SR_CM_ADDR_RESOLVED;
 	sr_cm_post(s, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL);
 done:

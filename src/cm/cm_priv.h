@@ -19,7 +19,8 @@
  * An engine callback that finds conn->dead set returns without touching anything else.
  *
  * Id states (enum sr_cm_state) follow the kernel's rdma_cm/iw_cm:
- *   IDLE -bind-> BOUND -resolve_addr-> ADDR_RESOLVED -resolve_route-> ROUTE_RESOLVED
+ *   IDLE -bind-> BOUND -resolve_addr-> [ADDR_QUERY ->] ADDR_RESOLVED -resolve_route->
+ *   ROUTE_RESOLVED; a failed resolution (ADDR_ERROR) returns to BOUND
  *   ROUTE_RESOLVED -connect-> CONNECTING -> ESTABLISHED (QP) | RESPONDED (no QP) | FAILED
  *   RESPONDED -establish-> ESTABLISHED
  *   IDLE|BOUND -listen-> LISTEN ; request ids start in CONN_RECV -accept-> ESTABLISHED,
@@ -168,6 +169,7 @@ void sr_cm_ack(struct sr_cm_event *e);
 enum sr_cm_state {
 	SR_CM_IDLE,
 	SR_CM_BOUND,
+	SR_CM_ADDR_QUERY,    /* rdma_resolve_addr waiting for the next hop (resolve.c) */
 	SR_CM_ADDR_RESOLVED,
 	SR_CM_ROUTE_RESOLVED,
 	SR_CM_LISTEN,
@@ -210,6 +212,9 @@ struct sr_cm_id {
 	int afonly;                  /* -1: system default */
 	int tos;                     /* -1: not set */
 	struct sr_cm_dev *dev;       /* device the id is bound to, NULL until known */
+	struct sr_cm_nwait *nwait;   /* resolve.c: the next-hop wait it is on (ADDR_QUERY) */
+	struct sr_list nwait_node;
+	uint64_t resolve_deadline;   /* CLOCK_MONOTONIC ns */
 
 	/* listener */
 	struct sr_engine_handler listen_h;
@@ -281,6 +286,16 @@ static inline void sr_cm_set_addr(struct sockaddr_storage *slot, const struct so
 }
 /* Apply a TOS / traffic class (tos >= 0) to a socket of the given family. */
 void sr_cm_apply_tos(int fd, int family, int tos);
+
+/*
+ * resolve.c (lock held): wait for the next hop nh on ifindex to become valid, at most
+ * timeout_ms. Returns 1 when it already is (nothing waits), 0 when the id now waits in
+ * ADDR_QUERY (ADDR_RESOLVED or ADDR_ERROR follow), or a negative errno.
+ */
+int sr_cm_resolve_nexthop_locked(struct sr_cm_id *id, int ifindex, const struct sockaddr *nh,
+				 int timeout_ms);
+/* Stop the id's wait, if any, without an event (destroy). */
+void sr_cm_resolve_cancel_locked(struct sr_cm_id *id);
 
 /* --------------------------------------------------------- port space -- */
 

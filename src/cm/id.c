@@ -13,6 +13,7 @@ const char *sr_cm_state_str(enum sr_cm_state s)
 	static const char *const names[] = {
 		[SR_CM_IDLE] = "IDLE",
 		[SR_CM_BOUND] = "BOUND",
+		[SR_CM_ADDR_QUERY] = "ADDR_QUERY",
 		[SR_CM_ADDR_RESOLVED] = "ADDR_RESOLVED",
 		[SR_CM_ROUTE_RESOLVED] = "ROUTE_RESOLVED",
 		[SR_CM_LISTEN] = "LISTEN",
@@ -57,6 +58,7 @@ struct sr_cm_id *sr_cm_id_new_locked(struct sr_cm_channel *chan, void *context,
 	id->listen_h.fd = -1;
 	sr_list_init(&id->hs_list);
 	sr_list_init(&id->orphan_node);
+	sr_list_init(&id->nwait_node);
 	sr_list_add_tail(&sr_cm_ids, &id->node);
 	return id;
 }
@@ -174,6 +176,7 @@ SR_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	prev = s->state;
 	s->state = SR_CM_DESTROYING;
 	sr_list_del(&s->node);
+	sr_cm_resolve_cancel_locked(s);
 	sr_cm_port_release_locked(s);
 	/* events not yet fetched go away; requests of a listener among them are rejected */
 	sr_cm_chan_take(s->chan, s, NULL, &orphans);

@@ -93,6 +93,17 @@ static int sr_route_valid(struct nl_msg *msg, void *arg)
 	}
 	if (tb[RTA_OIF])
 		r->out->oif = (int)nla_get_u32(tb[RTA_OIF]);
+	if (tb[RTA_GATEWAY] &&
+	    nla_len(tb[RTA_GATEWAY]) == (r->family == AF_INET ? 4 : 16)) {
+		sr_addr_set_bytes(&r->out->nexthop, r->family, nla_data(tb[RTA_GATEWAY]));
+		r->out->has_gateway = true;
+	}
+	if (tb[RTA_METRICS]) {
+		struct nlattr *mx[RTAX_MAX + 1];
+
+		if (nla_parse_nested(mx, RTAX_MAX, tb[RTA_METRICS], NULL) == 0 && mx[RTAX_MTU])
+			r->out->mtu = nla_get_u32(mx[RTAX_MTU]);
+	}
 	if (tb[RTA_PREFSRC] &&
 	    nla_len(tb[RTA_PREFSRC]) == (r->family == AF_INET ? 4 : 16)) {
 		sr_addr_set_bytes(&r->out->src, r->family, nla_data(tb[RTA_PREFSRC]));
@@ -231,6 +242,13 @@ int sr_route_lookup(const struct sockaddr *dst, const struct sockaddr *src, int 
 	if (out->src.ss_family == AF_INET6 &&
 	    sr_is_link_local((struct sockaddr *)&out->src))
 		((struct sockaddr_in6 *)&out->src)->sin6_scope_id = (uint32_t)out->oif;
+
+	if (!out->has_gateway)
+		memcpy(&out->nexthop, dst, sr_addr_len(dst));
+	sr_addr_set_port((struct sockaddr *)&out->nexthop, 0);
+	if (out->nexthop.ss_family == AF_INET6 &&
+	    sr_is_link_local((struct sockaddr *)&out->nexthop))
+		((struct sockaddr_in6 *)&out->nexthop)->sin6_scope_id = (uint32_t)out->oif;
 
 	out->dev_ifindex = out->oif;
 	if (out->local) {

@@ -22,6 +22,11 @@ struct sr_route {
 	int dev_ifindex;
 	bool local;                  /* destination is an address of this host */
 	struct sockaddr_storage src; /* source address (port 0) */
+	/* Next hop whose link-layer address frames go to: the gateway, or the destination
+	 * itself on a directly connected network (port 0; IPv6 link-local carries oif). */
+	struct sockaddr_storage nexthop;
+	bool has_gateway;
+	unsigned int mtu;            /* the route's MTU metric, 0 when it has none */
 };
 
 /*

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdma_resolve_addr's wait for the route's next hop, as the kernel's rdma_resolve_ip()
+ * does it: look the neighbour entry up; if it is not valid, make the kernel resolve it
+ * (sr_neigh_trigger: the neighbour subsystem then sends its ARP / ND probes, at its own
+ * pace: net.ipv4.neigh.<if>.retrans_time_ms apart, mcast_solicit of them, 3 x 1 s by
+ * default) and wait for the RTNLGRP_NEIGH update that says it is valid (ADDR_RESOLVED) or
+ * failed (ADDR_ERROR -EHOSTUNREACH), or for the caller's timeout_ms (ADDR_ERROR
+ * -ETIMEDOUT). Nothing here sniffs packets or polls.
+ *
+ * Ids that wait for the same next hop on the same interface share one wait (struct
+ * sr_cm_nwait) and one trigger; all waits share one neighbour subscription and one
+ * timerfd armed for the earliest deadline, both on librdmacm's engine thread and opened
+ * on first use, so a waiting id costs no file descriptor of its own.
+ *
+ * The subscription is open before the entry is looked up, so an update cannot fall
+ * between the look and the wait. Everything runs under sr_cm_lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cm/cm_priv.h"
+#include "common/sr_log.h"
+#include "netdev/sr_neigh.h"
+
+struct sr_cm_nwait {
+	int ifindex;
+	struct sockaddr_storage nh;
+	struct sr_list ids;  /* struct sr_cm_id, through nwait_node */
+	struct sr_list node; /* sr_cm_nwaits */
+};
+
+static struct sr_list sr_cm_nwaits = SR_LIST_INIT(sr_cm_nwaits);
+static struct sr_neigh_monitor *sr_cm_neigh_mon;
+static struct sr_engine_handler sr_cm_neigh_h = { .fd = -1 };
+static struct sr_engine_handler sr_cm_resolve_timer = { .fd = -1 };
+
+static uint64_t sr_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The id's resolution ends (lock held): ADDR_RESOLVED for status 0, else ADDR_ERROR. */
+static void sr_cm_resolve_done_locked(struct sr_cm_id *id, int status)
+{
+	sr_list_del(&id->nwait_node);
+	sr_list_init(&id->nwait_node);
+	id->nwait = NULL;
+	if (status) {
+		/* the kernel CM returns a failed id to ADDR_BOUND: it may resolve again */
+		id->state = SR_CM_BOUND;
+		sr_cm_post(id, RDMA_CM_EVENT_ADDR_ERROR, status, NULL);
+	} else {
+		id->state = SR_CM_ADDR_RESOLVED;
+		sr_cm_post(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL);
+	}
+}
+
+static void sr_cm_nwait_finish_locked(struct sr_cm_nwait *w, int status)
+{
+	struct sr_list *pos, *tmp;
+
+	sr_list_for_each_safe(pos, tmp, &w->ids)
+		sr_cm_resolve_done_locked(sr_list_entry(pos, struct sr_cm_id, nwait_node), status);
+	sr_list_del(&w->node);
+	free(w);
+}
+
+/* Arm the timer for the earliest deadline of any waiting id (0: disarm). */
+static void sr_cm_resolve_rearm_locked(void)
+{
+	struct itimerspec its = { 0 };
+	uint64_t first = 0;
+	struct sr_list *p, *q;
+
+	sr_list_for_each_safe(p, q, &sr_cm_nwaits) {
+		struct sr_cm_nwait *w = sr_list_entry(p, struct sr_cm_nwait, node);
+		struct sr_list *ip, *iq;
+
+		sr_list_for_each_safe(ip, iq, &w->ids) {
+			struct sr_cm_id *id = sr_list_entry(ip, struct sr_cm_id, nwait_node);
+
+			if (!first || id->resolve_deadline < first)
+				first = id->resolve_deadline;
+		}
+	}
+	if (first) {
+		its.it_value.tv_sec = (time_t)(first / 1000000000u);
+		its.it_value.tv_nsec = (long)(first % 1000000000u);
+	}
+	if (sr_cm_resolve_timer.fd >= 0)
+		timerfd_settime(sr_cm_resolve_timer.fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static struct sr_cm_nwait *sr_cm_nwait_find_locked(int ifindex, const struct sockaddr *nh)
+{
+	struct sr_list *p, *q;
+
+	sr_list_for_each_safe(p, q, &sr_cm_nwaits) {
+		struct sr_cm_nwait *w = sr_list_entry(p, struct sr_cm_nwait, node);
+
+		if (w->ifindex == ifindex && sr_addr_same_ip((struct sockaddr *)&w->nh, nh))
+			return w;
+	}
+	return NULL;
+}
+
+/* An update for a neighbour: finishes the wait for it once it is valid or failed. */
+static void sr_cm_neigh_update(void *arg, const struct sr_neigh *n)
+{
+	struct sr_cm_nwait *w;
+
+	(void)arg;
+	if (n->deleted || n->state == SR_NEIGH_NONE)
+		return;
+	w = sr_cm_nwait_find_locked(n->ifindex, (const struct sockaddr *)&n->addr);
+	if (w)
+		sr_cm_nwait_finish_locked(w, n->state == SR_NEIGH_VALID ? 0 : -EHOSTUNREACH);
+}
+
+/* Updates were lost (socket overrun): ask the kernel about every next hop still awaited. */
+static void sr_cm_neigh_recheck_locked(void)
+{
+	struct sr_list *p, *q;
+
+	sr_list_for_each_safe(p, q, &sr_cm_nwaits) {
+		struct sr_cm_nwait *w = sr_list_entry(p, struct sr_cm_nwait, node);
+		struct sr_neigh n;
+
+		if (sr_neigh_get(w->ifindex, (struct sockaddr *)&w->nh, &n) == 0)
+			sr_cm_neigh_update(NULL, &n);
+	}
+}
+
+static void sr_cm_neigh_cb(struct sr_engine_handler *h, uint32_t events)
+{
+	(void)h;
+	(void)events;
+	pthread_mutex_lock(&sr_cm_lock);
+	if (sr_neigh_monitor_process(sr_cm_neigh_mon) == -ENOBUFS)
+		sr_cm_neigh_recheck_locked();
+	sr_cm_resolve_rearm_locked();
+	pthread_mutex_unlock(&sr_cm_lock);
+}
+
+static void sr_cm_resolve_timer_cb(struct sr_engine_handler *h, uint32_t events)
+{
+	uint64_t now = sr_now_ns(), ticks;
+	struct sr_list *p, *q;
+
+	(void)events;
+	if (read(h->fd, &ticks, sizeof(ticks)) < 0) {
+		/* nothing to read: a re-arm raced the expiry; the deadlines decide below */
+	}
+	pthread_mutex_lock(&sr_cm_lock);
+	sr_list_for_each_safe(p, q, &sr_cm_nwaits) {
+		struct sr_cm_nwait *w = sr_list_entry(p, struct sr_cm_nwait, node);
+		struct sr_list *ip, *iq;
+
+		sr_list_for_each_safe(ip, iq, &w->ids) {
+			struct sr_cm_id *id = sr_list_entry(ip, struct sr_cm_id, nwait_node);
+
+			if (id->resolve_deadline <= now)
+				sr_cm_resolve_done_locked(id, -ETIMEDOUT);
+		}
+		if (sr_list_empty(&w->ids)) {
+			sr_list_del(&w->node);
+			free(w);
+		}
+	}
+	sr_cm_resolve_rearm_locked();
+	pthread_mutex_unlock(&sr_cm_lock);
+}
+
+/* The subscription and the timer, once per process (lock held). */
+static int sr_cm_resolve_setup_locked(void)
+{
+	int err;
+
+	if (sr_cm_neigh_mon)
+		return 0;
+	sr_cm_resolve_timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (sr_cm_resolve_timer.fd < 0)
+		return -errno;
+	sr_cm_resolve_timer.cb = sr_cm_resolve_timer_cb;
+	err = sr_engine_add(&sr_cm_resolve_timer, EPOLLIN);
+	if (err)
+		goto err_timer;
+	sr_cm_neigh_mon = sr_neigh_monitor_open(sr_cm_neigh_update, NULL);
+	if (!sr_cm_neigh_mon) {
+		err = -errno;
+		goto err_engine;
+	}
+	sr_cm_neigh_h.fd = sr_neigh_monitor_fd(sr_cm_neigh_mon);
+	sr_cm_neigh_h.cb = sr_cm_neigh_cb;
+	err = sr_engine_add(&sr_cm_neigh_h, EPOLLIN);
+	if (!err)
+		return 0;
+	sr_neigh_monitor_close(sr_cm_neigh_mon);
+	sr_cm_neigh_mon = NULL;
+err_engine:
+	/* not yet seen by the engine thread's callbacks: nothing waits on it */
+	sr_engine_del(&sr_cm_resolve_timer);
+err_timer:
+	close(sr_cm_resolve_timer.fd);
+	sr_cm_resolve_timer.fd = -1;
+	return err;
+}
+
+int sr_cm_resolve_nexthop_locked(struct sr_cm_id *id, int ifindex, const struct sockaddr *nh,
+				 int timeout_ms)
+{
+	struct sr_cm_nwait *w;
+	struct sr_neigh n;
+	int err;
+
+	sr_cm_assert_locked();
+	err = sr_cm_resolve_setup_locked();
+	if (err)
+		return err;
+	/* subscribed first, so an update cannot slip between this look and the wait */
+	if (sr_neigh_get(ifindex, nh, &n) == 0 && n.state == SR_NEIGH_VALID)
+		return 1;
+	w = sr_cm_nwait_find_locked(ifindex, nh);
+	if (!w) {
+		w = calloc(1, sizeof(*w));
+		if (!w)
+			return -ENOMEM;
+		w->ifindex = ifindex;
+		memcpy(&w->nh, nh, sr_addr_len(nh));
+		sr_list_init(&w->ids);
+		err = sr_neigh_trigger(ifindex, nh);
+		if (err) {
+			free(w);
+			return err;
+		}
+		/* an interface without ARP makes a valid (NOARP) entry at once, silently */
+		if (sr_neigh_get(ifindex, nh, &n) == 0 && n.state == SR_NEIGH_VALID) {
+			free(w);
+			return 1;
+		}
+		sr_list_add_tail(&sr_cm_nwaits, &w->node);
+	}
+	id->nwait = w;
+	id->resolve_deadline = sr_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
+	sr_list_add_tail(&w->ids, &id->nwait_node);
+	id->state = SR_CM_ADDR_QUERY;
+	sr_cm_resolve_rearm_locked();
+	return 0;
+}
+
+void sr_cm_resolve_cancel_locked(struct sr_cm_id *id)
+{
+	struct sr_cm_nwait *w = id->nwait;
+
+	sr_cm_assert_locked();
+	if (!w)
+		return;
+	sr_list_del(&id->nwait_node);
+	sr_list_init(&id->nwait_node);
+	id->nwait = NULL;
+	if (sr_list_empty(&w->ids)) {
+		sr_list_del(&w->node);
+		free(w);
+	}
+	sr_cm_resolve_rearm_locked();
+}
