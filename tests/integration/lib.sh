@@ -42,6 +42,27 @@ sr_cleanup() {
 }
 trap sr_cleanup EXIT
 
+# Two namespaces joined by a veth pair: sr0 in $1 with 10.$3.0.1/24 and fd00:$3::1/64, sr1 in
+# $2 with .2 / ::2, everything up. Returns once IPv6 duplicate address detection is over on
+# both ends (neighbour discovery answers only then).
+sr_veth_pair() {
+	local a=$1 b=$2 net=$3 ns
+	ip link add sr0 netns "$a" type veth peer name sr1 netns "$b" || sr_fail "veth"
+	ip -n "$a" addr add "10.$net.0.1/24" dev sr0
+	ip -n "$b" addr add "10.$net.0.2/24" dev sr1
+	ip -n "$a" addr add "fd00:$net::1/64" dev sr0 nodad
+	ip -n "$b" addr add "fd00:$net::2/64" dev sr1 nodad
+	for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
+	ip -n "$a" link set sr0 up
+	ip -n "$b" link set sr1 up
+	for ns in "$a" "$b"; do
+		for _ in $(seq 200); do
+			[ -z "$(ip -n "$ns" -6 addr show tentative)" ] && break
+			sleep 0.05
+		done
+	done
+}
+
 # Where a server/client test runs: sets SR_ADDR (the server's address) and the command
 # prefixes SR_SRV / SR_CLI that run a program on the server's / client's host.
 #   lo4: 127.0.0.1   lo6: ::1   netns: two namespaces joined by a veth, 10.<net>.0.1 <- .2
@@ -59,12 +80,7 @@ sr_hosts() {
 		local a b net=$((200 + RANDOM % 50))
 		a=$(sr_netns_add a)
 		b=$(sr_netns_add b)
-		ip link add sr0 netns "$a" type veth peer name sr1 netns "$b" || sr_fail "veth"
-		ip -n "$a" addr add "10.$net.0.1/24" dev sr0
-		ip -n "$b" addr add "10.$net.0.2/24" dev sr1
-		for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
-		ip -n "$a" link set sr0 up
-		ip -n "$b" link set sr1 up
+		sr_veth_pair "$a" "$b" "$net"
 		SR_ADDR=10.$net.0.1
 		SR_SRV=(ip netns exec "$a")
 		SR_CLI=(ip netns exec "$b")

@@ -10,22 +10,7 @@ T="$SR_TESTBIN/cm_addr"
 
 a=$(sr_netns_add adra)
 b=$(sr_netns_add adrb)
-ip link add sr0 netns "$a" type veth peer name sr1 netns "$b" || sr_fail "veth"
-ip -n "$a" addr add 10.78.0.1/24 dev sr0
-ip -n "$b" addr add 10.78.0.2/24 dev sr1
-ip -n "$a" addr add fd78::1/64 dev sr0 nodad
-ip -n "$b" addr add fd78::2/64 dev sr1 nodad
-for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
-ip -n "$a" link set sr0 up
-ip -n "$b" link set sr1 up
-
-# IPv6 neighbour discovery answers only once the link-local addresses are past DAD
-for ns in "$a" "$b"; do
-	for i in $(seq 200); do
-		[ -z "$(ip -n "$ns" -6 addr show tentative)" ] && break
-		sleep 0.05
-	done
-done
+sr_veth_pair "$a" "$b" 78
 
 inns() { ip netns exec "$a" env ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
 	ASAN_OPTIONS=detect_leaks=0 "$@"; }
@@ -35,10 +20,10 @@ neigh() { ip -n "$a" neigh show "$1" dev sr0; }
 [ -z "$(neigh 10.78.0.2)" ] || sr_fail "neighbour entry before the test"
 inns "$T" ok 10.78.0.2 2000 || sr_fail "ok v4"
 neigh 10.78.0.2 | grep -qE "REACHABLE|STALE|DELAY" || { neigh 10.78.0.2; sr_fail "no entry"; }
-inns "$T" ok fd78::2 2000 || sr_fail "ok v6"
+inns "$T" ok fd00:78::2 2000 || sr_fail "ok v6"
 # an on-link address nobody has: our timeout wins over the kernel's 3 x 1 s of probes
 inns "$T" timeout 10.78.0.99 1000 || sr_fail "timeout v4"
-inns "$T" timeout fd78::99 1000 || sr_fail "timeout v6"
+inns "$T" timeout fd00:78::99 1000 || sr_fail "timeout v6"
 inns "$T" shared 10.78.0.98 300 || sr_fail "shared"
 inns "$T" destroy 10.78.0.97 300 || sr_fail "destroy"
 # quick probes: the neighbour table fails the entry long before a 10 s timeout

@@ -11,16 +11,9 @@ T="$SR_TESTBIN/cm_basic"
 
 a=$(sr_netns_add cma)
 b=$(sr_netns_add cmb)
-ip link add sr0 netns "$a" type veth peer name sr1 netns "$b" || sr_fail "veth"
-ip -n "$a" addr add 10.77.0.1/24 dev sr0
-ip -n "$b" addr add 10.77.0.2/24 dev sr1
-ip -n "$a" addr add fd77::1/64 dev sr0 nodad
-ip -n "$b" addr add fd77::2/64 dev sr1 nodad
+sr_veth_pair "$a" "$b" 77
 ip -n "$a" addr add fe80::77:1/64 dev sr0 nodad
 ip -n "$b" addr add fe80::77:2/64 dev sr1 nodad
-for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
-ip -n "$a" link set sr0 up
-ip -n "$b" link set sr1 up
 
 inns() { local ns=$1; shift; ip netns exec "$ns" env ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
 	ASAN_OPTIONS=detect_leaks=0 "$@"; }
@@ -40,7 +33,7 @@ pair() {
 }
 
 pair "$a" 10.77.0.1 sriw_sr0 "$b" 10.77.0.1 sriw_sr1 17801
-pair "$a" fd77::1 sriw_sr0 "$b" fd77::1 sriw_sr1 17802
+pair "$a" fd00:77::1 sriw_sr0 "$b" fd00:77::1 sriw_sr1 17802
 pair "$a" "fe80::77:1%sr0" sriw_sr0 "$b" "fe80::77:1%sr1" sriw_sr1 17803
 # our own veth address from inside its namespace: the owning interface's device
 pair "$a" 10.77.0.1 sriw_sr0 "$a" 10.77.0.1 sriw_sr0 17804
