@@ -44,6 +44,9 @@ int sr_cm_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr, bool act
 	err = active ? sr_cm_port_bind_active_locked(id, addr) : sr_cm_port_bind_locked(id, addr);
 	if (err)
 		return err;
+	/* from now on the id hears of changes to its address and device (netwatch.c) */
+	if (sr_cm_netwatch_start_locked())
+		sr_warn("no rtnetlink subscription: address changes will go unnoticed");
 	id->state = SR_CM_BOUND;
 
 	/* A specific address picks its device now; wildcard and loopback wait (kernel CM). */
@@ -148,8 +151,13 @@ SR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 		}
 		sr_cm_id_set_dev(s, dev);
 	}
-	/* The host's own addresses need no next hop; others wait for it (resolve.c). */
+	/* The host's own addresses need no next hop; others wait for it (resolve.c), and
+	 * their path is watched for changes from then on (netwatch.c). */
+	s->path.oif = 0;
+	s->path.mac_len = 0;
 	if (!rt.local && !sr_addr_is_loopback(dst_addr)) {
+		s->path.oif = rt.oif;
+		s->path.nh = rt.nexthop;
 		err = sr_cm_resolve_nexthop_locked(s, rt.oif, (struct sockaddr *)&rt.nexthop,
 						   timeout_ms);
 		if (err < 0) {

@@ -212,6 +212,15 @@ struct sr_cm_id {
 	int afonly;                  /* -1: system default */
 	int tos;                     /* -1: not set */
 	struct sr_cm_dev *dev;       /* device the id is bound to, NULL until known */
+	/* The path rdma_resolve_addr found, watched for changes (netwatch.c); oif 0: none
+	 * (a local destination, or not resolved). */
+	struct {
+		int oif;
+		struct sockaddr_storage nh;
+		uint8_t mac[32];
+		unsigned int mac_len;
+	} path;
+	bool dev_removed;            /* DEVICE_REMOVAL reported: the id only awaits destroy */
 	struct sr_cm_nwait *nwait;   /* resolve.c: the next-hop wait it is on (ADDR_QUERY) */
 	struct sr_list nwait_node;
 	uint64_t resolve_deadline;   /* CLOCK_MONOTONIC ns */
@@ -296,6 +305,18 @@ int sr_cm_resolve_nexthop_locked(struct sr_cm_id *id, int ifindex, const struct 
 				 int timeout_ms);
 /* Stop the id's wait, if any, without an event (destroy). */
 void sr_cm_resolve_cancel_locked(struct sr_cm_id *id);
+struct sr_neigh;
+/* A neighbour update: finishes the waits for that next hop once valid or failed. */
+void sr_cm_resolve_neigh_locked(const struct sr_neigh *n);
+/* Updates were lost: ask the kernel about every next hop still awaited. */
+void sr_cm_resolve_recheck_locked(void);
+
+/*
+ * netwatch.c: the CM's one rtnetlink subscription on librdmacm's engine, opened on first
+ * use (lock held; 0 or a negative errno). It feeds resolve.c and raises ADDR_CHANGE and
+ * DEVICE_REMOVAL.
+ */
+int sr_cm_netwatch_start_locked(void);
 
 /* --------------------------------------------------------- port space -- */
 

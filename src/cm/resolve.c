@@ -9,9 +9,9 @@
  * -ETIMEDOUT). Nothing here sniffs packets or polls.
  *
  * Ids that wait for the same next hop on the same interface share one wait (struct
- * sr_cm_nwait) and one trigger; all waits share one neighbour subscription and one
- * timerfd armed for the earliest deadline, both on librdmacm's engine thread and opened
- * on first use, so a waiting id costs no file descriptor of its own.
+ * sr_cm_nwait) and one trigger; all waits share the CM's rtnetlink subscription
+ * (netwatch.c) and one timerfd armed for the earliest deadline, both on librdmacm's engine
+ * thread and opened on first use, so a waiting id costs no file descriptor of its own.
  *
  * The subscription is open before the entry is looked up, so an update cannot fall
  * between the look and the wait. Everything runs under sr_cm_lock.
@@ -36,8 +36,6 @@ struct sr_cm_nwait {
 };
 
 static struct sr_list sr_cm_nwaits = SR_LIST_INIT(sr_cm_nwaits);
-static struct sr_neigh_monitor *sr_cm_neigh_mon;
-static struct sr_engine_handler sr_cm_neigh_h = { .fd = -1 };
 static struct sr_engine_handler sr_cm_resolve_timer = { .fd = -1 };
 
 static uint64_t sr_now_ns(void)
@@ -48,8 +46,18 @@ static uint64_t sr_now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* The id's resolution ends (lock held): ADDR_RESOLVED for status 0, else ADDR_ERROR. */
-static void sr_cm_resolve_done_locked(struct sr_cm_id *id, int status)
+/* Remember the next hop's link-layer address, to notice when it changes (netwatch.c). */
+static void sr_cm_path_set_mac(struct sr_cm_id *id, const struct sr_neigh *n)
+{
+	id->path.mac_len = SR_MIN(n->lladdr_len, sizeof(id->path.mac));
+	memcpy(id->path.mac, n->lladdr, id->path.mac_len);
+}
+
+/*
+ * The id's resolution ends (lock held): ADDR_RESOLVED for status 0 (n: the valid entry),
+ * else ADDR_ERROR.
+ */
+static void sr_cm_resolve_done_locked(struct sr_cm_id *id, int status, const struct sr_neigh *n)
 {
 	sr_list_del(&id->nwait_node);
 	sr_list_init(&id->nwait_node);
@@ -57,19 +65,23 @@ static void sr_cm_resolve_done_locked(struct sr_cm_id *id, int status)
 	if (status) {
 		/* the kernel CM returns a failed id to ADDR_BOUND: it may resolve again */
 		id->state = SR_CM_BOUND;
+		id->path.oif = 0;
 		sr_cm_post(id, RDMA_CM_EVENT_ADDR_ERROR, status, NULL);
 	} else {
+		if (n)
+			sr_cm_path_set_mac(id, n);
 		id->state = SR_CM_ADDR_RESOLVED;
 		sr_cm_post(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL);
 	}
 }
 
-static void sr_cm_nwait_finish_locked(struct sr_cm_nwait *w, int status)
+static void sr_cm_nwait_finish_locked(struct sr_cm_nwait *w, int status, const struct sr_neigh *n)
 {
 	struct sr_list *pos, *tmp;
 
 	sr_list_for_each_safe(pos, tmp, &w->ids)
-		sr_cm_resolve_done_locked(sr_list_entry(pos, struct sr_cm_id, nwait_node), status);
+		sr_cm_resolve_done_locked(sr_list_entry(pos, struct sr_cm_id, nwait_node), status,
+					  n);
 	sr_list_del(&w->node);
 	free(w);
 }
@@ -113,42 +125,31 @@ static struct sr_cm_nwait *sr_cm_nwait_find_locked(int ifindex, const struct soc
 	return NULL;
 }
 
-/* An update for a neighbour: finishes the wait for it once it is valid or failed. */
-static void sr_cm_neigh_update(void *arg, const struct sr_neigh *n)
+void sr_cm_resolve_neigh_locked(const struct sr_neigh *n)
 {
 	struct sr_cm_nwait *w;
 
-	(void)arg;
+	sr_cm_assert_locked();
 	if (n->deleted || n->state == SR_NEIGH_NONE)
 		return;
 	w = sr_cm_nwait_find_locked(n->ifindex, (const struct sockaddr *)&n->addr);
 	if (w)
-		sr_cm_nwait_finish_locked(w, n->state == SR_NEIGH_VALID ? 0 : -EHOSTUNREACH);
+		sr_cm_nwait_finish_locked(w, n->state == SR_NEIGH_VALID ? 0 : -EHOSTUNREACH, n);
+	sr_cm_resolve_rearm_locked();
 }
 
-/* Updates were lost (socket overrun): ask the kernel about every next hop still awaited. */
-static void sr_cm_neigh_recheck_locked(void)
+void sr_cm_resolve_recheck_locked(void)
 {
 	struct sr_list *p, *q;
 
+	sr_cm_assert_locked();
 	sr_list_for_each_safe(p, q, &sr_cm_nwaits) {
 		struct sr_cm_nwait *w = sr_list_entry(p, struct sr_cm_nwait, node);
 		struct sr_neigh n;
 
 		if (sr_neigh_get(w->ifindex, (struct sockaddr *)&w->nh, &n) == 0)
-			sr_cm_neigh_update(NULL, &n);
+			sr_cm_resolve_neigh_locked(&n);
 	}
-}
-
-static void sr_cm_neigh_cb(struct sr_engine_handler *h, uint32_t events)
-{
-	(void)h;
-	(void)events;
-	pthread_mutex_lock(&sr_cm_lock);
-	if (sr_neigh_monitor_process(sr_cm_neigh_mon) == -ENOBUFS)
-		sr_cm_neigh_recheck_locked();
-	sr_cm_resolve_rearm_locked();
-	pthread_mutex_unlock(&sr_cm_lock);
 }
 
 static void sr_cm_resolve_timer_cb(struct sr_engine_handler *h, uint32_t events)
@@ -169,7 +170,7 @@ static void sr_cm_resolve_timer_cb(struct sr_engine_handler *h, uint32_t events)
 			struct sr_cm_id *id = sr_list_entry(ip, struct sr_cm_id, nwait_node);
 
 			if (id->resolve_deadline <= now)
-				sr_cm_resolve_done_locked(id, -ETIMEDOUT);
+				sr_cm_resolve_done_locked(id, -ETIMEDOUT, NULL);
 		}
 		if (sr_list_empty(&w->ids)) {
 			sr_list_del(&w->node);
@@ -180,38 +181,22 @@ static void sr_cm_resolve_timer_cb(struct sr_engine_handler *h, uint32_t events)
 	pthread_mutex_unlock(&sr_cm_lock);
 }
 
-/* The subscription and the timer, once per process (lock held). */
+/* The timer, once per process (lock held). */
 static int sr_cm_resolve_setup_locked(void)
 {
 	int err;
 
-	if (sr_cm_neigh_mon)
+	if (sr_cm_resolve_timer.fd >= 0)
 		return 0;
 	sr_cm_resolve_timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (sr_cm_resolve_timer.fd < 0)
 		return -errno;
 	sr_cm_resolve_timer.cb = sr_cm_resolve_timer_cb;
 	err = sr_engine_add(&sr_cm_resolve_timer, EPOLLIN);
-	if (err)
-		goto err_timer;
-	sr_cm_neigh_mon = sr_neigh_monitor_open(sr_cm_neigh_update, NULL);
-	if (!sr_cm_neigh_mon) {
-		err = -errno;
-		goto err_engine;
+	if (err) {
+		close(sr_cm_resolve_timer.fd);
+		sr_cm_resolve_timer.fd = -1;
 	}
-	sr_cm_neigh_h.fd = sr_neigh_monitor_fd(sr_cm_neigh_mon);
-	sr_cm_neigh_h.cb = sr_cm_neigh_cb;
-	err = sr_engine_add(&sr_cm_neigh_h, EPOLLIN);
-	if (!err)
-		return 0;
-	sr_neigh_monitor_close(sr_cm_neigh_mon);
-	sr_cm_neigh_mon = NULL;
-err_engine:
-	/* not yet seen by the engine thread's callbacks: nothing waits on it */
-	sr_engine_del(&sr_cm_resolve_timer);
-err_timer:
-	close(sr_cm_resolve_timer.fd);
-	sr_cm_resolve_timer.fd = -1;
 	return err;
 }
 
@@ -223,12 +208,16 @@ int sr_cm_resolve_nexthop_locked(struct sr_cm_id *id, int ifindex, const struct 
 	int err;
 
 	sr_cm_assert_locked();
-	err = sr_cm_resolve_setup_locked();
+	err = sr_cm_netwatch_start_locked();
+	if (!err)
+		err = sr_cm_resolve_setup_locked();
 	if (err)
 		return err;
 	/* subscribed first, so an update cannot slip between this look and the wait */
-	if (sr_neigh_get(ifindex, nh, &n) == 0 && n.state == SR_NEIGH_VALID)
+	if (sr_neigh_get(ifindex, nh, &n) == 0 && n.state == SR_NEIGH_VALID) {
+		sr_cm_path_set_mac(id, &n);
 		return 1;
+	}
 	w = sr_cm_nwait_find_locked(ifindex, nh);
 	if (!w) {
 		w = calloc(1, sizeof(*w));
@@ -245,6 +234,7 @@ int sr_cm_resolve_nexthop_locked(struct sr_cm_id *id, int ifindex, const struct 
 		/* an interface without ARP makes a valid (NOARP) entry at once, silently */
 		if (sr_neigh_get(ifindex, nh, &n) == 0 && n.state == SR_NEIGH_VALID) {
 			free(w);
+			sr_cm_path_set_mac(id, &n);
 			return 1;
 		}
 		sr_list_add_tail(&sr_cm_nwaits, &w->node);

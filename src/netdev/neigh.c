@@ -37,8 +37,7 @@ static enum sr_neigh_state sr_neigh_nud(uint16_t nud)
 	return SR_NEIGH_NONE;
 }
 
-/* One RTM_NEWNEIGH / RTM_DELNEIGH message into n; false if it is not one we can read. */
-static bool sr_neigh_parse(const struct nlmsghdr *h, struct sr_neigh *n)
+bool sr_neigh_parse(const struct nlmsghdr *h, struct sr_neigh *n)
 {
 	const struct ndmsg *nd = NLMSG_DATA(h);
 	const struct rtattr *rta;
@@ -196,76 +195,4 @@ int sr_neigh_trigger(int ifindex, const struct sockaddr *addr)
 		return 0;
 	/* no CAP_NET_ADMIN here: a packet for it makes the kernel resolve it all the same */
 	return sr_neigh_udp_probe(ifindex, addr);
-}
-
-struct sr_neigh_monitor {
-	int fd;
-	sr_neigh_cb cb;
-	void *arg;
-};
-
-struct sr_neigh_monitor *sr_neigh_monitor_open(sr_neigh_cb cb, void *arg)
-{
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK,
-				  .nl_groups = RTMGRP_NEIGH };
-	struct sr_neigh_monitor *m = calloc(1, sizeof(*m));
-	int err;
-
-	if (!m)
-		return NULL;
-	m->cb = cb;
-	m->arg = arg;
-	m->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
-	if (m->fd < 0 || bind(m->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		err = errno;
-		if (m->fd >= 0)
-			close(m->fd);
-		free(m);
-		errno = err;
-		return NULL;
-	}
-	return m;
-}
-
-int sr_neigh_monitor_fd(const struct sr_neigh_monitor *m)
-{
-	return m->fd;
-}
-
-int sr_neigh_monitor_process(struct sr_neigh_monitor *m)
-{
-	union {
-		char buf[16384];
-		struct nlmsghdr align;
-	} u;
-	int lost = 0;
-
-	for (;;) {
-		ssize_t n = recv(m->fd, u.buf, sizeof(u.buf), 0);
-		struct nlmsghdr *h;
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == ENOBUFS) {
-				lost = -ENOBUFS; /* overrun: keep reading what is left */
-				continue;
-			}
-			return errno == EAGAIN ? lost : -errno;
-		}
-		for (h = &u.align; NLMSG_OK(h, (unsigned int)n); h = NLMSG_NEXT(h, n)) {
-			struct sr_neigh ne;
-
-			if (sr_neigh_parse(h, &ne))
-				m->cb(m->arg, &ne);
-		}
-	}
-}
-
-void sr_neigh_monitor_close(struct sr_neigh_monitor *m)
-{
-	if (!m)
-		return;
-	close(m->fd);
-	free(m);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Neighbour (ARP / IPv6 ND) entries of the caller's network namespace over rtnetlink: ask
- * for one, ask the kernel to resolve one, and a subscription to RTNLGRP_NEIGH updates. The
+ * for one, ask the kernel to resolve one (updates arrive through sr_netwatch.h). The
  * connection manager uses them to resolve a route's next hop the way the kernel's
  * rdma_resolve_ip() does: look, trigger, then wait for the update event.
  */
@@ -39,14 +39,8 @@ int sr_neigh_get(int ifindex, const struct sockaddr *addr, struct sr_neigh *out)
  */
 int sr_neigh_trigger(int ifindex, const struct sockaddr *addr);
 
-/* An RTNLGRP_NEIGH subscription: a non-blocking netlink socket. */
-struct sr_neigh_monitor;
-typedef void (*sr_neigh_cb)(void *arg, const struct sr_neigh *n);
-struct sr_neigh_monitor *sr_neigh_monitor_open(sr_neigh_cb cb, void *arg);
-int sr_neigh_monitor_fd(const struct sr_neigh_monitor *m);
-/* Read every queued notification, calling cb for each. 0, or -ENOBUFS after an overrun
- * (updates were lost: the caller re-checks what it waits for), or another negative errno. */
-int sr_neigh_monitor_process(struct sr_neigh_monitor *m);
-void sr_neigh_monitor_close(struct sr_neigh_monitor *m);
+struct nlmsghdr;
+/* One RTM_NEWNEIGH / RTM_DELNEIGH message into n; false if it is not one we can read. */
+bool sr_neigh_parse(const struct nlmsghdr *h, struct sr_neigh *n);
 
 #endif

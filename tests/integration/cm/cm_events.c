@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Network changes under live rdma_cm ids (src/cm/netwatch.c), driven by cm_events.sh.
+ *   cm_events serve <addr> <port>      accept every connection until killed
+ *   cm_events watch <dst> <port> <EV>  connect (QP-less), print CONNECTED, then wait for
+ *                                      event EV (ADDR_CHANGE or DEVICE_REMOVAL); exit 0 when
+ *                                      it comes. With ADDR_CHANGE the connection must still be
+ *                                      up when it does (no DISCONNECTED first).
+ */
+#include <unistd.h>
+
+#include "cm_test.h"
+
+static int serve(const char *ip, int port)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_storage ss;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l;
+
+	CT_CHECK(ch && rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) == 0);
+	CT_CHECK(ct_addr(ip, port, &ss) == 0);
+	CT_CHECK(rdma_bind_addr(l, (struct sockaddr *)&ss) == 0 && rdma_listen(l, 0) == 0);
+	printf("LISTENING\n");
+	fflush(stdout);
+	while (rdma_get_cm_event(ch, &ev) == 0) {
+		struct rdma_cm_id *id = ev->id;
+		enum rdma_cm_event_type type = ev->event;
+
+		rdma_ack_cm_event(ev);
+		if (type == RDMA_CM_EVENT_CONNECT_REQUEST)
+			rdma_accept(id, &(struct rdma_conn_param){ 0 });
+		else if (type == RDMA_CM_EVENT_DISCONNECTED)
+			rdma_disconnect(id);
+	}
+	return 0;
+}
+
+static int watch(const char *ip, int port, const char *want)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	enum rdma_cm_event_type w;
+	struct sockaddr_storage ss;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *c;
+
+	if (strcmp(want, "ADDR_CHANGE") == 0)
+		w = RDMA_CM_EVENT_ADDR_CHANGE;
+	else if (strcmp(want, "DEVICE_REMOVAL") == 0)
+		w = RDMA_CM_EVENT_DEVICE_REMOVAL;
+	else
+		CT_FAIL("unknown event %s", want);
+	CT_CHECK(ch && rdma_create_id(ch, &c, NULL, RDMA_PS_TCP) == 0);
+	CT_CHECK(ct_addr(ip, port, &ss) == 0);
+	CT_CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&ss, 5000) == 0);
+	ev = ct_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 10000);
+	CT_CHECK(ev);
+	rdma_ack_cm_event(ev);
+	CT_CHECK(rdma_resolve_route(c, 2000) == 0);
+	ev = ct_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000);
+	CT_CHECK(ev);
+	rdma_ack_cm_event(ev);
+	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == 0);
+	ev = ct_expect(ch, RDMA_CM_EVENT_CONNECT_RESPONSE, 10000);
+	CT_CHECK(ev);
+	rdma_ack_cm_event(ev);
+	CT_CHECK(rdma_establish(c) == 0);
+	printf("CONNECTED\n");
+	fflush(stdout);
+	for (;;) {
+		ev = ct_get(ch, 30000);
+		CT_CHECK(ev != NULL);
+		printf("event %s status %d\n", rdma_event_str(ev->event), ev->status);
+		fflush(stdout);
+		if (ev->event == w) {
+			CT_CHECK(ev->id == c && ev->status == 0);
+			rdma_ack_cm_event(ev);
+			break;
+		}
+		if (w == RDMA_CM_EVENT_ADDR_CHANGE)
+			CT_FAIL("%s before ADDR_CHANGE", rdma_event_str(ev->event));
+		rdma_ack_cm_event(ev);
+	}
+	if (w == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+		/* the application can tear everything down cleanly */
+		CT_CHECK(rdma_destroy_id(c) == 0);
+		rdma_destroy_event_channel(ch);
+	}
+	printf("PASS %s\n", want);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && strcmp(argv[1], "serve") == 0)
+		return serve(argv[2], atoi(argv[3]));
+	if (argc == 5 && strcmp(argv[1], "watch") == 0)
+		return watch(argv[2], atoi(argv[3]), argv[4]);
+	fprintf(stderr, "usage: %s serve ADDR PORT | watch DST PORT ADDR_CHANGE|DEVICE_REMOVAL\n",
+		argv[0]);
+	return 2;
+}
