@@ -6,6 +6,8 @@
  *                                      event EV (ADDR_CHANGE or DEVICE_REMOVAL); exit 0 when
  *                                      it comes. With ADDR_CHANGE the connection must still be
  *                                      up when it does (no DISCONNECTED first).
+ *   cm_events expect <src|-> <dst> <port> <EV>  resolve (from src), connect: the first
+ *                                      event must be EV (CONNECT_RESPONSE, REJECTED, ...)
  */
 #include <unistd.h>
 
@@ -90,13 +92,50 @@ static int watch(const char *ip, int port, const char *want)
 	return 0;
 }
 
+/* Resolve (from src when given), route, connect: the outcome must be the event named.
+ * Prints the device the id resolved to. */
+static int expect(const char *src, const char *ip, int port, const char *want)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_storage ss, sa;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *c;
+
+	CT_CHECK(ch && rdma_create_id(ch, &c, NULL, RDMA_PS_TCP) == 0);
+	CT_CHECK(ct_addr(ip, port, &ss) == 0);
+	if (strcmp(src, "-"))
+		CT_CHECK(ct_addr(src, 0, &sa) == 0);
+	CT_CHECK(rdma_resolve_addr(c, strcmp(src, "-") ? (struct sockaddr *)&sa : NULL,
+				   (struct sockaddr *)&ss, 5000) == 0);
+	ev = ct_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 10000);
+	CT_CHECK(ev);
+	rdma_ack_cm_event(ev);
+	printf("device %s\n", ibv_get_device_name(c->verbs->device));
+	CT_CHECK(rdma_resolve_route(c, 2000) == 0);
+	ev = ct_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000);
+	CT_CHECK(ev);
+	rdma_ack_cm_event(ev);
+	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == 0);
+	ev = ct_get(ch, 60000);
+	CT_CHECK(ev);
+	printf("event %s status %d\n", rdma_event_str(ev->event), ev->status);
+	if (strcmp(rdma_event_str(ev->event) + strlen("RDMA_CM_EVENT_"), want))
+		CT_FAIL("wanted %s", want);
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 6 && strcmp(argv[1], "expect") == 0)
+		return expect(argv[2], argv[3], atoi(argv[4]), argv[5]);
 	if (argc == 4 && strcmp(argv[1], "serve") == 0)
 		return serve(argv[2], atoi(argv[3]));
 	if (argc == 5 && strcmp(argv[1], "watch") == 0)
 		return watch(argv[2], atoi(argv[3]), argv[4]);
-	fprintf(stderr, "usage: %s serve ADDR PORT | watch DST PORT ADDR_CHANGE|DEVICE_REMOVAL\n",
+	fprintf(stderr, "usage: %s serve ADDR PORT | watch DST PORT EVENT | expect SRC DST PORT EVENT\n",
 		argv[0]);
 	return 2;
 }
