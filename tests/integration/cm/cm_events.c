@@ -6,12 +6,37 @@
  *                                      event EV (ADDR_CHANGE or DEVICE_REMOVAL); exit 0 when
  *                                      it comes. With ADDR_CHANGE the connection must still be
  *                                      up when it does (no DISCONNECTED first).
+ * A last argument "qp" makes serve and watch connect real QPs (library-made CQs, one posted
+ * receive each); watch then also checks that DEVICE_REMOVAL flushes that receive.
  *   cm_events expect <src|-> <dst> <port> <EV>  resolve (from src), connect: the first
  *                                      event must be EV (CONNECT_RESPONSE, REJECTED, ...)
  */
+#include <stdbool.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "cm_test.h"
+
+static bool use_qp; /* "qp" as the last argument: both sides connect real QPs */
+
+/* A QP with library-made CQs and one posted receive (lock: none). */
+static int make_qp(struct rdma_cm_id *id)
+{
+	static char buf[64];
+	struct ibv_qp_init_attr a = { .qp_type = IBV_QPT_RC,
+				      .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+					       .max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = sizeof(buf) };
+	struct ibv_recv_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_mr *mr;
+
+	CT_CHECK(rdma_create_qp(id, NULL, &a) == 0);
+	mr = ibv_reg_mr(id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	CT_CHECK(mr);
+	sge.lkey = mr->lkey;
+	CT_CHECK(ibv_post_recv(id->qp, &wr, &bad) == 0);
+	return 0;
+}
 
 static int serve(const char *ip, int port)
 {
@@ -30,8 +55,12 @@ static int serve(const char *ip, int port)
 		enum rdma_cm_event_type type = ev->event;
 
 		rdma_ack_cm_event(ev);
-		if (type == RDMA_CM_EVENT_CONNECT_REQUEST)
-			rdma_accept(id, &(struct rdma_conn_param){ 0 });
+		if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			if (use_qp && make_qp(id))
+				return 1;
+			rdma_accept(id, &(struct rdma_conn_param){ .responder_resources = 1,
+								   .initiator_depth = 1 });
+		}
 		else if (type == RDMA_CM_EVENT_DISCONNECTED)
 			rdma_disconnect(id);
 	}
@@ -62,11 +91,21 @@ static int watch(const char *ip, int port, const char *want)
 	ev = ct_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000);
 	CT_CHECK(ev);
 	rdma_ack_cm_event(ev);
-	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == 0);
-	ev = ct_expect(ch, RDMA_CM_EVENT_CONNECT_RESPONSE, 10000);
-	CT_CHECK(ev);
-	rdma_ack_cm_event(ev);
-	CT_CHECK(rdma_establish(c) == 0);
+	if (use_qp) {
+		if (make_qp(c))
+			return 1;
+		CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ .responder_resources = 1,
+								    .initiator_depth = 1 }) == 0);
+		ev = ct_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 10000);
+		CT_CHECK(ev);
+		rdma_ack_cm_event(ev);
+	} else {
+		CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == 0);
+		ev = ct_expect(ch, RDMA_CM_EVENT_CONNECT_RESPONSE, 10000);
+		CT_CHECK(ev);
+		rdma_ack_cm_event(ev);
+		CT_CHECK(rdma_establish(c) == 0);
+	}
 	printf("CONNECTED\n");
 	fflush(stdout);
 	for (;;) {
@@ -84,6 +123,20 @@ static int watch(const char *ip, int port, const char *want)
 		rdma_ack_cm_event(ev);
 	}
 	if (w == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+		if (use_qp) {
+			/* the QP went to error: its posted receive comes back flushed */
+			struct ibv_wc wc;
+			int n = 0, i;
+
+			for (i = 0; i < 2000 && n == 0; i++) {
+				n = ibv_poll_cq(c->recv_cq, 1, &wc);
+				if (!n)
+					usleep(5000);
+			}
+			CT_CHECK(n == 1 && wc.wr_id == 7 && wc.status == IBV_WC_WR_FLUSH_ERR);
+			printf("receive flushed\n");
+			rdma_destroy_qp(c);
+		}
 		/* the application can tear everything down cleanly */
 		CT_CHECK(rdma_destroy_id(c) == 0);
 		rdma_destroy_event_channel(ch);
@@ -129,6 +182,10 @@ static int expect(const char *src, const char *ip, int port, const char *want)
 
 int main(int argc, char **argv)
 {
+	if (argc > 2 && strcmp(argv[argc - 1], "qp") == 0) {
+		use_qp = true;
+		argc--;
+	}
 	if (argc == 6 && strcmp(argv[1], "expect") == 0)
 		return expect(argv[2], argv[3], atoi(argv[4]), argv[5]);
 	if (argc == 4 && strcmp(argv[1], "serve") == 0)

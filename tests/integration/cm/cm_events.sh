@@ -25,7 +25,7 @@ watch() {
 	local ev=$1 pid
 	shift
 	clog=$(mktemp)
-	inns "$a" "$T" watch 10.79.0.2 7400 "$ev" >"$clog" 2>&1 &
+	inns "$a" "$T" watch 10.79.0.2 "${port:-7400}" "$ev" ${qp:-} >"$clog" 2>&1 &
 	pid=$!
 	for _ in $(seq 400); do grep -q CONNECTED "$clog" && break; sleep 0.05; done
 	grep -q CONNECTED "$clog" || { cat "$clog"; sr_fail "$ev: no connection"; }
@@ -33,6 +33,7 @@ watch() {
 	wait "$pid" || { cat "$clog"; sr_fail "$ev after: $*"; }
 	cat "$clog"
 }
+# (port=P qp=qp watch ...: another server, real QPs)
 
 # the source address goes away (a second one, so the first stays usable for later cases)
 ip -n "$a" addr add 10.79.0.11/24 dev sr0
@@ -54,6 +55,10 @@ ip -n "$b" link set sr3 up
 watch ADDR_CHANGE ip -n "$a" route add 10.79.0.2/32 via 10.80.0.2 dev sr2
 ip -n "$a" route del 10.79.0.2/32
 
-# the client's interface is deleted
-watch DEVICE_REMOVAL ip -n "$a" link del sr0
+# the client's interface is deleted; with a QP, its posted receive is flushed
+inns "$b" "$T" serve 10.79.0.2 7406 qp >"$slog.qp" 2>&1 &
+for _ in $(seq 200); do grep -q LISTENING "$slog.qp" && break; sleep 0.05; done
+port=7406 qp=qp watch DEVICE_REMOVAL ip -n "$a" link del sr0
+grep -q "receive flushed" "$clog" || sr_fail "no flushed receive after DEVICE_REMOVAL"
+rm -f "$slog.qp"
 sr_pass "ADDR_CHANGE on address removal, MAC change and route change; DEVICE_REMOVAL"
