@@ -311,8 +311,6 @@ static void sr_iw_disconnect(struct ibv_qp *ibqp)
 	pthread_mutex_unlock(&c->tx_lock);
 }
 
-struct ibv_qp *sr_qp_by_num(struct ibv_context *ctx, uint32_t qpn);
-
 const struct sr_priv_ops sr_priv_ops_iwarp = {
 	.iwarp_attach = sr_iw_attach,
 	.iwarp_disconnect = sr_iw_disconnect,
