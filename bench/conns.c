@@ -21,15 +21,16 @@
  * When all connections have exchanged their SENDs, each side measures again, with every
  * connection established and idle: resident memory (Rss and Pss of /proc/self/smaps_rollup),
  * malloc'd bytes in use (mallinfo2: arena + mmapped) and open file descriptors
- * (/proc/self/fd). Per connection = (after - baseline) / (n - 1). The application's own
+ * (/proc/self/fd), and threads. Per connection = (after - baseline) / (n - 1). The application's own
  * per-connection arrays are allocated and touched before the baseline, so what is measured
  * is the libraries' cost (and the shared CQ's ring, sized 2n + 64). Then the client
  * disconnects every connection, each side destroys its QPs and ids, and both report.
  *
  * Output: one "key value" line per figure on stdout (setup time, connections per second,
- * per-connection bytes and fds for client and server, teardown time). Exit status 0 when
- * every connection exchanged both SENDs with the right contents and was torn down; with -F
- * also only when the fds per connection are exactly 1 on both sides.
+ * per-connection bytes and fds for client and server, threads added, teardown time). Exit
+ * status 0 when every connection exchanged both SENDs with the right contents and was torn
+ * down; with -F also only when each side holds exactly one more fd per connection and no
+ * more threads than at the baseline.
  *
  * Uses only the public <rdma/rdma_cma.h> and <infiniband/verbs.h>: it runs on rdma-core
  * too, with a kernel RDMA device on the address.
@@ -98,11 +99,13 @@ struct usage {
 	long rss_kb, pss_kb;
 	size_t heap;
 	int fds;
+	long threads;
 };
 
-static long smaps_field(const char *name)
+/* A "Name: value" field of a /proc/self file. */
+static long proc_field(const char *file, const char *name)
 {
-	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+	FILE *f = fopen(file, "r");
 	char line[256];
 	size_t len = strlen(name);
 	long v = -1;
@@ -136,10 +139,11 @@ static struct usage measure(void)
 	struct mallinfo2 mi = mallinfo2();
 
 	return (struct usage){
-		.rss_kb = smaps_field("Rss"),
-		.pss_kb = smaps_field("Pss"),
+		.rss_kb = proc_field("/proc/self/smaps_rollup", "Rss"),
+		.pss_kb = proc_field("/proc/self/smaps_rollup", "Pss"),
 		.heap = mi.uordblks + mi.hblkhd,
 		.fds = count_fds(),
+		.threads = proc_field("/proc/self/status", "Threads"),
 	};
 }
 
@@ -151,6 +155,7 @@ static void report(FILE *out, const char *side, struct usage a, struct usage b, 
 	fprintf(out, "%s_heap_per_conn_bytes %.0f\n", side, ((double)b.heap - (double)a.heap) / conns);
 	fprintf(out, "%s_fds_per_conn %.3f\n", side, (double)(b.fds - a.fds) / conns);
 	fprintf(out, "%s_fds_added %d\n", side, b.fds - a.fds);
+	fprintf(out, "%s_threads_added %ld\n", side, b.threads - a.threads);
 }
 
 /* Room for n connections plus the libraries' own descriptors. */
@@ -543,6 +548,9 @@ static void server_lines(FILE *in, const char *until)
 		    atoi(line + 17) != opt.n - 1)
 			die("the server holds %d more fds for %d more connections", atoi(line + 17),
 			    opt.n - 1);
+		if (opt.strict_fds && strncmp(line, "server_threads_added ", 21) == 0 &&
+		    atoi(line + 21) != 0)
+			die("the server runs %d more threads", atoi(line + 21));
 	}
 	die("the server went away before \"%s\"", until);
 }
@@ -581,6 +589,8 @@ static int client_main(FILE *from_server, int to_server)
 	if (opt.strict_fds && idle.fds - base.fds != opt.n - 1)
 		die("the client holds %d more fds for %d more connections", idle.fds - base.fds,
 		    opt.n - 1);
+	if (opt.strict_fds && idle.threads != base.threads)
+		die("the client runs %ld more threads", idle.threads - base.threads);
 
 	t1 = now_s();
 	for (int i = 0; i < opt.n; i++)
@@ -647,6 +657,7 @@ int main(int argc, char **argv)
 	if (!from_server)
 		die("fdopen: %s", strerror(errno));
 	o = client_main(from_server, down[1]);
+	fclose(from_server);
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		die("the server failed");
 	return o;
