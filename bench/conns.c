@@ -3,7 +3,7 @@
  * conns: many established RC connections through rdma_cm, and what each one costs.
  *
  *   conns [-n connections] [-a addr] [-p first_port] [-l listeners] [-w in_flight]
- *         [-d depth] [-F]
+ *         [-d depth] [-C] [-F]
  *
  * The program forks a server process that listens on `listeners` consecutive ports of addr
  * (default 4 ports from 18700 on 127.0.0.1); this process is the client. Both raise their
@@ -12,7 +12,8 @@
  * both sides take a baseline, then the client opens connections 1..n-1 asynchronously with
  * up to `in_flight` of them between rdma_create_id and ESTABLISHED, spread round robin over
  * the listener ports. Every connection has its own QP (send and receive depth `depth`,
- * default 16, one SGE); each side has one PD, one MR and one shared CQ. On every connection
+ * default 16, one SGE); each side has one PD, one MR and one CQ shared by all connections
+ * (with -C: one CQ per connection, 2 x depth entries, all on one completion channel). On every connection
  * the client SENDs 8 bytes (its connection number) once ESTABLISHED, and the server SENDs 8
  * bytes (the number the client put in its connect private data, tagged) once ESTABLISHED;
  * each side checks what it received. Receives are posted before connect/accept, since an
@@ -23,7 +24,7 @@
  * malloc'd bytes in use (mallinfo2: arena + mmapped) and open file descriptors
  * (/proc/self/fd), and threads. Per connection = (after - baseline) / (n - 1). The application's own
  * per-connection arrays are allocated and touched before the baseline, so what is measured
- * is the libraries' cost (and the shared CQ's ring, sized 2n + 64). Then the client
+ * is the libraries' cost (and the CQ rings: the shared one is sized 2n + 64). Then the client
  * disconnects every connection, each side destroys its QPs and ids, and both report.
  *
  * Output: one "key value" line per figure on stdout (setup time, connections per second,
@@ -67,6 +68,7 @@ static struct {
 	int listeners;
 	int in_flight;
 	int depth;
+	bool cq_per_conn;
 	bool strict_fds;
 } opt = { .n = 1000, .addr = "127.0.0.1", .port = 18700, .listeners = 4, .in_flight = 256,
 	  .depth = 16 };
@@ -189,6 +191,7 @@ static void raise_nofile(int n)
 struct conn {
 	uint64_t sbuf, rbuf;
 	struct rdma_cm_id *id;
+	struct ibv_cq *cq; /* -C: the connection's own */
 	uint64_t peer_no;  /* server: the client's connection number */
 	uint8_t got_recv, got_send, established, disconnected;
 };
@@ -209,6 +212,17 @@ struct side {
 	uint64_t (*expect)(struct side *s, struct conn *c);
 };
 
+static struct ibv_cq *new_cq(struct side *s, int cqe)
+{
+	struct ibv_cq *cq = ibv_create_cq(s->verbs, cqe, NULL, s->cch, 0);
+
+	if (!cq)
+		die("ibv_create_cq: %s", strerror(errno));
+	if (ibv_req_notify_cq(cq, 0))
+		die("ibv_req_notify_cq failed");
+	return cq;
+}
+
 static void side_objects(struct side *s, struct ibv_context *verbs)
 {
 	int cqe = 2 * opt.n + 64;
@@ -225,22 +239,24 @@ static void side_objects(struct side *s, struct ibv_context *verbs)
 		cqe = da.max_cqe;
 	s->pd = ibv_alloc_pd(verbs);
 	s->cch = ibv_create_comp_channel(verbs);
-	s->cq = s->cch ? ibv_create_cq(verbs, cqe, NULL, s->cch, 0) : NULL;
 	s->mr = s->pd ? ibv_reg_mr(s->pd, s->c, sizeof(*s->c) * (size_t)opt.n,
 				   IBV_ACCESS_LOCAL_WRITE) : NULL;
-	if (!s->pd || !s->cq || !s->mr)
-		die("PD/CQ/MR: %s", strerror(errno));
-	if (ibv_req_notify_cq(s->cq, 0))
-		die("ibv_req_notify_cq failed");
+	if (!s->pd || !s->cch || !s->mr)
+		die("PD/channel/MR: %s", strerror(errno));
+	if (!opt.cq_per_conn)
+		s->cq = new_cq(s, cqe);
 }
 
 static void qp_for(struct side *s, struct rdma_cm_id *id, struct conn *c)
 {
 	side_objects(s, id->verbs);
+	if (opt.cq_per_conn)
+		c->cq = new_cq(s, 2 * opt.depth);
 
+	struct ibv_cq *cq = opt.cq_per_conn ? c->cq : s->cq;
 	struct ibv_qp_init_attr a = {
-		.send_cq = s->cq,
-		.recv_cq = s->cq,
+		.send_cq = cq,
+		.recv_cq = cq,
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 1,
 		.cap = { .max_send_wr = (uint32_t)opt.depth, .max_recv_wr = (uint32_t)opt.depth,
@@ -267,12 +283,12 @@ static void send_msg(struct side *s, struct conn *c, uint64_t v)
 }
 
 /* Drain the CQ, checking every received message. */
-static void poll_cq(struct side *s)
+static void poll_cq(struct side *s, struct ibv_cq *cq)
 {
 	struct ibv_wc wc[64];
 	int n;
 
-	while ((n = ibv_poll_cq(s->cq, 64, wc)) > 0) {
+	while ((n = ibv_poll_cq(cq, 64, wc)) > 0) {
 		for (int i = 0; i < n; i++) {
 			struct conn *c = (struct conn *)(uintptr_t)(wc[i].wr_id & ~(uint64_t)1);
 
@@ -329,10 +345,12 @@ static void wait_any(struct side *s)
 			ibv_ack_cq_events(cq, 1);
 			if (ibv_req_notify_cq(cq, 0))
 				die("ibv_req_notify_cq failed");
+			if (cq != s->cq)
+				poll_cq(s, cq);
 		}
 	}
 	if (s->cq)
-		poll_cq(s);
+		poll_cq(s, s->cq); /* also after a timeout: a lost wake-up would not hang us */
 	cm_events(s);
 }
 
@@ -378,13 +396,15 @@ static void destroy_conns(struct side *s)
 		rdma_destroy_qp(s->c[i].id);
 		if (rdma_destroy_id(s->c[i].id))
 			die("rdma_destroy_id: %s", strerror(errno));
+		if (s->c[i].cq && ibv_destroy_cq(s->c[i].cq))
+			die("ibv_destroy_cq: %s", strerror(errno));
 	}
 }
 
 static void side_free(struct side *s)
 {
-	if (ibv_dereg_mr(s->mr) || ibv_destroy_cq(s->cq) || ibv_destroy_comp_channel(s->cch) ||
-	    ibv_dealloc_pd(s->pd))
+	if (ibv_dereg_mr(s->mr) || (s->cq && ibv_destroy_cq(s->cq)) ||
+	    ibv_destroy_comp_channel(s->cch) || ibv_dealloc_pd(s->pd))
 		die("freeing the shared objects failed");
 	rdma_destroy_event_channel(s->ch);
 	free(s->c);
@@ -581,6 +601,7 @@ static int client_main(FILE *from_server, int to_server)
 	printf("connections %d\n", opt.n);
 	printf("listeners %d\n", opt.listeners);
 	printf("in_flight %d\n", opt.in_flight);
+	printf("cq_per_conn %d\n", opt.cq_per_conn);
 	printf("setup_seconds %.3f\n", t1 - t0);
 	printf("connections_per_second %.0f\n", (opt.n - 1) / (t1 - t0));
 	report(stdout, "client", base, idle, opt.n - 1);
@@ -615,7 +636,7 @@ int main(int argc, char **argv)
 	pid_t pid;
 	FILE *from_server;
 
-	while ((o = getopt(argc, argv, "n:a:p:l:w:d:F")) != -1) {
+	while ((o = getopt(argc, argv, "n:a:p:l:w:d:CF")) != -1) {
 		switch (o) {
 		case 'n': opt.n = atoi(optarg); break;
 		case 'a': opt.addr = optarg; break;
@@ -623,10 +644,11 @@ int main(int argc, char **argv)
 		case 'l': opt.listeners = atoi(optarg); break;
 		case 'w': opt.in_flight = atoi(optarg); break;
 		case 'd': opt.depth = atoi(optarg); break;
+		case 'C': opt.cq_per_conn = true; break;
 		case 'F': opt.strict_fds = true; break;
 		default:
 			fprintf(stderr, "usage: conns [-n connections] [-a addr] [-p first_port] "
-					"[-l listeners] [-w in_flight] [-d depth] [-F]\n");
+					"[-l listeners] [-w in_flight] [-d depth] [-C] [-F]\n");
 			return 2;
 		}
 	}
