@@ -13,19 +13,19 @@
  * up to `in_flight` of them between rdma_create_id and ESTABLISHED, spread round robin over
  * the listener ports. Every connection has its own QP (send and receive depth `depth`,
  * default 16, one SGE); each side has one PD, one MR and one CQ shared by all connections
- * (with -C: one CQ per connection, 2 x depth entries, all on one completion channel). On every connection
- * the client SENDs 8 bytes (its connection number) once ESTABLISHED, and the server SENDs 8
- * bytes (the number the client put in its connect private data, tagged) once ESTABLISHED;
- * each side checks what it received. Receives are posted before connect/accept, since an
- * iWARP SEND must find one.
+ * (with -C: one CQ per connection, 2 x depth entries, all on one completion channel). On
+ * every connection the client SENDs 8 bytes (its connection number) once ESTABLISHED, and
+ * the server SENDs 8 bytes (the number the client put in its connect private data, tagged)
+ * once ESTABLISHED; each side checks what it received. Receives are posted before
+ * connect/accept, since an iWARP SEND must find one.
  *
  * When all connections have exchanged their SENDs, each side measures again, with every
  * connection established and idle: resident memory (Rss and Pss of /proc/self/smaps_rollup),
- * malloc'd bytes in use (mallinfo2: arena + mmapped) and open file descriptors
- * (/proc/self/fd), and threads. Per connection = (after - baseline) / (n - 1). The application's own
+ * malloc'd bytes in use (mallinfo2: arena + mmapped), open file descriptors (/proc/self/fd)
+ * and threads. Per connection = (after - baseline) / (n - 1). The application's own
  * per-connection arrays are allocated and touched before the baseline, so what is measured
- * is the libraries' cost (and the CQ rings: the shared one is sized 2n + 64). Then the client
- * disconnects every connection, each side destroys its QPs and ids, and both report.
+ * is the libraries' cost (and the CQ rings: the shared one is sized 2n + 64). Then the
+ * client disconnects every connection, each side destroys its QPs and ids, and both report.
  *
  * Output: one "key value" line per figure on stdout (setup time, connections per second,
  * per-connection bytes and fds for client and server, threads added, teardown time). Exit
@@ -466,7 +466,8 @@ static int server_main(int to_client, int from_client)
 		die("out of memory");
 	side_init(&s);
 	for (int i = 0; i < opt.listeners; i++) {
-		struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)(opt.port + i)) };
+		struct sockaddr_in sin = { .sin_family = AF_INET,
+					   .sin_port = htons((uint16_t)(opt.port + i)) };
 
 		inet_pton(AF_INET, opt.addr, &sin.sin_addr);
 		if (rdma_create_id(s.ch, &lids[i], NULL, RDMA_PS_TCP) ||
