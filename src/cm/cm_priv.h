@@ -79,8 +79,8 @@
 struct sr_cm_dev {
 	struct ibv_context *verbs;
 	int ifindex;
-	uint8_t max_resp_res;   /* device max_qp_rd_atom, as a u8 */
-	uint8_t max_init_depth; /* device max_qp_init_rd_atom */
+	uint8_t max_resp_res;   /* queried max_qp_rd_atom, as a u8 */
+	uint8_t max_init_depth; /* queried max_qp_init_rd_atom */
 	struct ibv_pd *pd;      /* default PD (rdma_create_qp with pd NULL), lazily */
 	int pd_users;
 	struct sr_cm_dev *next;

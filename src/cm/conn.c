@@ -15,7 +15,6 @@
 #include "cm/cm_priv.h"
 #include "common/sr_config.h"
 #include "common/sr_log.h"
-#include "verbs/sr_limits.h"
 
 /* ------------------------------------------------------------ object -- */
 
@@ -234,12 +233,26 @@ static uint8_t sr_cm_min_u8(unsigned int a, unsigned int b)
 	return (uint8_t)(v > 255 ? 255 : v);
 }
 
+/*
+ * The IRD/ORD ceilings of the id's device, as it reported them. Every caller works on an id
+ * past address resolution or on a request id, and both are bound to their device; an id
+ * without one has nothing to offer.
+ */
+static void sr_cm_rd_limits(const struct sr_cm_id *id, unsigned int *max_rr,
+			    unsigned int *max_id)
+{
+	*max_rr = id->dev ? id->dev->max_resp_res : 0;
+	*max_id = id->dev ? id->dev->max_init_depth : 0;
+}
+
 void sr_cm_local_params(struct sr_cm_id *id, const struct rdma_conn_param *p,
 			struct sr_mpa_local *loc)
 {
-	unsigned int max_rr = id->dev ? id->dev->max_resp_res : SR_MAX_QP_RD_ATOM;
-	unsigned int max_id = id->dev ? id->dev->max_init_depth : SR_MAX_QP_RD_ATOM;
-	unsigned int def_rr = max_rr, def_id = max_id;
+	unsigned int max_rr, max_id, def_rr, def_id;
+
+	sr_cm_rd_limits(id, &max_rr, &max_id);
+	def_rr = max_rr;
+	def_id = max_id;
 
 	/* Accepting: by default as much as the peer asked for, within our limits. */
 	if (id->have_peer && id->peer.enhanced && !id->peer.is_reply) {
@@ -262,9 +275,9 @@ void sr_cm_local_params(struct sr_cm_id *id, const struct rdma_conn_param *p,
 void sr_cm_peer_evparam(struct sr_cm_id *id, const struct sr_mpa_params *peer,
 			const uint8_t *ulp, size_t ulp_len, struct sr_cm_evparam *out)
 {
-	unsigned int max_rr = id->dev ? id->dev->max_resp_res : SR_MAX_QP_RD_ATOM;
-	unsigned int max_id = id->dev ? id->dev->max_init_depth : SR_MAX_QP_RD_ATOM;
+	unsigned int max_rr, max_id;
 
+	sr_cm_rd_limits(id, &max_rr, &max_id);
 	memset(out, 0, sizeof(*out));
 	out->pd = ulp;
 	out->pd_len = ulp_len;

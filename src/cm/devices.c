@@ -11,7 +11,6 @@
 #include "cm/cm_priv.h"
 #include "common/sr_log.h"
 #include "netdev/sr_route.h"
-#include "verbs/sr_limits.h"
 #include "verbs/sr_verbs.h"
 
 /* Lock order: sr_cm_lock, then sr_cm_dev_lock. */
@@ -58,7 +57,7 @@ struct sr_cm_dev *sr_cm_dev_by_ifindex(int ifindex)
 	struct ibv_context *ctx = NULL;
 	struct ibv_device_attr attr;
 	struct sr_cm_dev *d;
-	int n = 0;
+	int n = 0, err;
 
 	pthread_mutex_lock(&sr_cm_dev_lock);
 	d = sr_cm_dev_find_locked(ifindex);
@@ -82,20 +81,18 @@ struct sr_cm_dev *sr_cm_dev_by_ifindex(int ifindex)
 		return NULL;
 	}
 
-	d = calloc(1, sizeof(*d));
+	/* The CM negotiates within what this device says it can do, like the kernel's CM. */
+	err = ibv_query_device(ctx, &attr);
+	d = err ? NULL : calloc(1, sizeof(*d));
 	if (!d) {
 		ibv_close_device(ctx);
-		errno = ENOMEM;
+		errno = err ? err : ENOMEM;
 		return NULL;
 	}
 	d->verbs = ctx;
 	d->ifindex = ifindex;
-	d->max_resp_res = SR_MAX_QP_RD_ATOM;
-	d->max_init_depth = SR_MAX_QP_RD_ATOM;
-	if (ibv_query_device(ctx, &attr) == 0) {
-		d->max_resp_res = sr_u8(attr.max_qp_rd_atom);
-		d->max_init_depth = sr_u8(attr.max_qp_init_rd_atom);
-	}
+	d->max_resp_res = sr_u8(attr.max_qp_rd_atom);
+	d->max_init_depth = sr_u8(attr.max_qp_init_rd_atom);
 
 	pthread_mutex_lock(&sr_cm_dev_lock);
 	if (sr_cm_dev_find_locked(ifindex)) {

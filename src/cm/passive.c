@@ -18,7 +18,6 @@
 #include "cm/cm_priv.h"
 #include "common/sr_log.h"
 #include "netdev/sr_route.h"
-#include "verbs/sr_limits.h"
 
 void sr_cm_send_reject(int fd, const struct sr_mpa_params *peer, const void *pd, size_t len)
 {
@@ -70,10 +69,14 @@ static void sr_cm_passive_request(struct sr_cm_conn *c)
 		sr_cm_passive_drop(c, NULL);
 		return;
 	}
-	/* What we could never accept (markers, no usable RTR) is refused right away. */
+	/*
+	 * What we could never accept (markers, no usable RTR) is refused right away. The device
+	 * is not known yet; any IRD admits the Read RTR (accept grants it its slot), so one
+	 * stands for the device's limits here.
+	 */
 	memset(&loc, 0, sizeof(loc));
-	loc.ird = SR_MAX_QP_RD_ATOM;
-	loc.ord = SR_MAX_QP_RD_ATOM;
+	loc.ird = 1;
+	loc.ord = 1;
 	if (sr_mpa_respond(&req, &loc, &rep, &mpa) < 0) {
 		sr_cm_passive_drop(c, &req);
 		return;

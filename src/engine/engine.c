@@ -18,7 +18,12 @@
 struct sr_engine_slot {
 	struct sr_engine_handler *h; /* NULL when free */
 	uint32_t gen;
+	uint32_t next_free;          /* free list link while free */
 };
+
+/* End of the free list. Free slots are kept on a list so that registering costs the same
+ * with a hundred thousand handlers (one per connection) as with ten. */
+#define SR_ENGINE_NO_SLOT UINT32_MAX
 
 static struct {
 	pthread_mutex_t mu;
@@ -29,12 +34,14 @@ static struct {
 	pthread_t thread;
 	struct sr_engine_slot *slots;
 	uint32_t nslots;
+	uint32_t free_head;
 	uint32_t running; /* slot whose callback is running, or UINT32_MAX */
 } eng = {
 	.mu = PTHREAD_MUTEX_INITIALIZER,
 	.idle = PTHREAD_COND_INITIALIZER,
 	.once = PTHREAD_ONCE_INIT,
 	.epfd = -1,
+	.free_head = SR_ENGINE_NO_SLOT,
 	.running = UINT32_MAX,
 };
 
@@ -113,10 +120,7 @@ int sr_engine_add(struct sr_engine_handler *h, uint32_t events)
 	if (eng.start_err)
 		return eng.start_err;
 	pthread_mutex_lock(&eng.mu);
-	for (slot = 0; slot < eng.nslots; slot++)
-		if (!eng.slots[slot].h)
-			break;
-	if (slot == eng.nslots) {
+	if (eng.free_head == SR_ENGINE_NO_SLOT) {
 		uint32_t nn = eng.nslots ? eng.nslots * 2 : 64;
 		struct sr_engine_slot *ns = realloc(eng.slots, nn * sizeof(*ns));
 
@@ -125,9 +129,14 @@ int sr_engine_add(struct sr_engine_handler *h, uint32_t events)
 			return -ENOMEM;
 		}
 		memset(ns + eng.nslots, 0, (nn - eng.nslots) * sizeof(*ns));
+		for (uint32_t i = eng.nslots; i < nn; i++)
+			ns[i].next_free = i + 1 < nn ? i + 1 : SR_ENGINE_NO_SLOT;
+		eng.free_head = eng.nslots;
 		eng.slots = ns;
 		eng.nslots = nn;
 	}
+	slot = eng.free_head;
+	eng.free_head = eng.slots[slot].next_free;
 	eng.slots[slot].h = h;
 	eng.slots[slot].gen++;
 	h->slot = slot;
@@ -137,6 +146,8 @@ int sr_engine_add(struct sr_engine_handler *h, uint32_t events)
 		int err = -errno;
 
 		eng.slots[slot].h = NULL;
+		eng.slots[slot].next_free = eng.free_head;
+		eng.free_head = slot;
 		pthread_mutex_unlock(&eng.mu);
 		return err;
 	}
@@ -163,6 +174,8 @@ void sr_engine_del(struct sr_engine_handler *h)
 	epoll_ctl(eng.epfd, EPOLL_CTL_DEL, h->fd, NULL);
 	eng.slots[h->slot].h = NULL;
 	eng.slots[h->slot].gen++;
+	eng.slots[h->slot].next_free = eng.free_head;
+	eng.free_head = h->slot;
 	h->registered = false;
 	while (eng.running == h->slot && !sr_engine_self)
 		pthread_cond_wait(&eng.idle, &eng.mu);

@@ -73,6 +73,19 @@ struct sr_iw_rreq {
 #define SR_IW_BATCH_BYTES 65536
 _Static_assert(SR_IW_BATCH_IOV >= SR_MAX_SGE + 2, "a batch holds at least one FPDU");
 
+/*
+ * The FPDUs being written: consecutive FPDUs of one message go out with one sendmsg() (on a
+ * 1500-byte MTU path a 64 KiB Write is 46 FPDUs). About 6 KiB, so a connection holds one
+ * only while it has something to send: taken when transmission starts, given back when the
+ * send queue has nothing more for the socket. An idle connection costs none.
+ */
+struct sr_iw_batch {
+	uint8_t hdr[SR_IW_BATCH][SR_FPDU_HDR_MAX + SR_DDP_UNTAGGED_HDR_LEN +
+				 SR_RDMAP_RREQ_HDR_LEN + 8];
+	uint8_t trl[SR_IW_BATCH][SR_FPDU_TRAILER_MAX];
+	struct iovec iov[SR_IW_BATCH_IOV];
+};
+
 enum sr_iw_tx_kind {
 	SR_IW_TX_IDLE,
 	SR_IW_TX_WQE,   /* a send WQE: Send, Write or Read Request */
@@ -102,12 +115,8 @@ struct sr_iw_conn {
 	uint32_t mulpdu;
 	uint32_t mss_age;
 	uint32_t send_msn, rreq_msn; /* last used, per queue (first is 1) */
-	/* The batch of FPDUs being written: consecutive FPDUs of one message go out with one
-	 * sendmsg() (on a 1500-byte MTU path a 64 KiB Write is 46 FPDUs). */
-	uint8_t fp_hdr[SR_IW_BATCH][SR_FPDU_HDR_MAX + SR_DDP_UNTAGGED_HDR_LEN +
-				    SR_RDMAP_RREQ_HDR_LEN + 8];
-	uint8_t fp_trl[SR_IW_BATCH][SR_FPDU_TRAILER_MAX];
-	struct iovec fp_iov[SR_IW_BATCH_IOV];
+	/* The batch being written (NULL while there is nothing to send) and where it is. */
+	struct sr_iw_batch *fp;
 	int fp_n;                    /* FPDUs in the batch */
 	size_t fp_bytes;             /* their payload */
 	int fp_iovcnt, fp_iovpos;
@@ -122,9 +131,10 @@ struct sr_iw_conn {
 	/* Read Responses owed (ring of IRD entries) */
 	struct sr_iw_rresp resp[SR_MAX_QP_RD_ATOM];
 	uint32_t resp_head, resp_count;
-	/* Read Requests outstanding (ring of ORD entries); rx consumes, tx produces */
-	struct sr_iw_rreq rreq[SR_MAX_QP_RD_ATOM];
-	uint32_t rreq_head, rreq_count;
+	/* Read Requests outstanding (ring of rreq_cap = ORD entries, allocated at the first
+	 * Read, as most connections never issue one); rx consumes, tx produces */
+	struct sr_iw_rreq *rreq;
+	uint32_t rreq_cap, rreq_head, rreq_count;
 	/* Terminate to send */
 	uint8_t term_buf[SR_TERM_FPDU_MAX];
 	int term_len;
@@ -162,6 +172,9 @@ void sr_iw_queue_terminate(struct sr_iw_conn *c, const struct sr_term_info *t);
 /* iwarp_rx.c: handle readable socket; returns 0, or <0 when the stream is over */
 int sr_iw_rx(struct sr_iw_conn *c);
 
+/* iwarp_conn.c: end the stream abortively (the engine then closes it); any thread, also
+ * under tx_lock. */
+void sr_iw_fail_stream(struct sr_iw_conn *c);
 /* iwarp_conn.c: the stream is over (err 0 = orderly). Engine thread or detach only. */
 void sr_iw_conn_close(struct sr_iw_conn *c, int err);
 /* Arm or disarm interest in writability (tx_lock held). */

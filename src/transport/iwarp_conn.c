@@ -32,6 +32,8 @@ static pthread_cond_t sr_iw_close_cv = PTHREAD_COND_INITIALIZER;
 static void sr_iw_conn_free(struct sr_iw_conn *c)
 {
 	pthread_mutex_destroy(&c->tx_lock);
+	free(c->fp);
+	free(c->rreq);
 	free(c);
 }
 
@@ -60,7 +62,7 @@ static void sr_iw_release_pending(struct sr_iw_conn *c)
 	}
 	while (c->rreq_count) {
 		sr_iw_buf_release(&c->rreq[c->rreq_head].sink);
-		c->rreq_head = (c->rreq_head + 1) % SR_MAX_QP_RD_ATOM;
+		c->rreq_head = (c->rreq_head + 1) % c->rreq_cap;
 		c->rreq_count--;
 	}
 	c->tx_dead = true;
@@ -209,8 +211,12 @@ static void sr_iw_abort(struct sr_qp *qp)
 {
 	struct sr_iw_conn *c = qp->xport;
 
-	if (!c)
-		return;
+	if (c)
+		sr_iw_fail_stream(c);
+}
+
+void sr_iw_fail_stream(struct sr_iw_conn *c)
+{
 	pthread_mutex_lock(&sr_iw_fd_lock);
 	c->aborted = true;
 	if (c->fd >= 0)
@@ -310,8 +316,6 @@ static void sr_iw_disconnect(struct ibv_qp *ibqp)
 	sr_iw_tx_progress_locked(c);
 	pthread_mutex_unlock(&c->tx_lock);
 }
-
-struct ibv_qp *sr_qp_by_num(struct ibv_context *ctx, uint32_t qpn);
 
 const struct sr_priv_ops sr_priv_ops_iwarp = {
 	.iwarp_attach = sr_iw_attach,

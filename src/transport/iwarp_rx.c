@@ -179,7 +179,7 @@ static int sr_iw_on_seg(struct sr_iw_conn *c)
 		w = q->wqe;
 		sr_iw_buf_release(&q->sink);
 		pthread_mutex_lock(&c->tx_lock);
-		c->rreq_head = (c->rreq_head + 1) % SR_MAX_QP_RD_ATOM;
+		c->rreq_head = (c->rreq_head + 1) % c->rreq_cap;
 		c->rreq_count--;
 		pthread_mutex_unlock(&c->tx_lock);
 		c->rx_read = NULL;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -33,8 +34,8 @@ static void sr_iw_refresh_mss(struct sr_iw_conn *c)
 }
 
 /* Where the next FPDU of the batch puts its header. */
-#define SR_IW_HDR(c) ((c)->fp_hdr[(c)->fp_n])
-#define SR_IW_HDR_SIZE(c) sizeof((c)->fp_hdr[0])
+#define SR_IW_HDR(c) ((c)->fp->hdr[(c)->fp_n])
+#define SR_IW_HDR_SIZE(c) sizeof((c)->fp->hdr[0])
 
 /*
  * Append an FPDU to the batch: its header is in SR_IW_HDR(c)[0..hlen) and its `nio`
@@ -42,8 +43,8 @@ static void sr_iw_refresh_mss(struct sr_iw_conn *c)
  */
 static void sr_iw_fpdu_seal(struct sr_iw_conn *c, size_t hlen, int nio, size_t plen)
 {
-	struct iovec *v = &c->fp_iov[c->fp_iovcnt];
-	uint8_t *trl = c->fp_trl[c->fp_n];
+	struct iovec *v = &c->fp->iov[c->fp_iovcnt];
+	uint8_t *trl = c->fp->trl[c->fp_n];
 	uint32_t crc = 0;
 	size_t tlen;
 
@@ -68,7 +69,7 @@ static int sr_iw_fpdu_write(struct sr_iw_conn *c)
 {
 	while (c->fp_iovpos < c->fp_iovcnt) {
 		struct msghdr m = {
-			.msg_iov = &c->fp_iov[c->fp_iovpos],
+			.msg_iov = &c->fp->iov[c->fp_iovpos],
 			.msg_iovlen = (size_t)(c->fp_iovcnt - c->fp_iovpos),
 		};
 		ssize_t n = sendmsg(c->fd, &m, (c->tx_blocking ? 0 : MSG_DONTWAIT) | MSG_NOSIGNAL);
@@ -81,7 +82,7 @@ static int sr_iw_fpdu_write(struct sr_iw_conn *c)
 			return -errno;
 		}
 		while (n > 0 && c->fp_iovpos < c->fp_iovcnt) {
-			struct iovec *v = &c->fp_iov[c->fp_iovpos];
+			struct iovec *v = &c->fp->iov[c->fp_iovpos];
 
 			if ((size_t)n >= v->iov_len) {
 				n -= (ssize_t)v->iov_len;
@@ -93,7 +94,7 @@ static int sr_iw_fpdu_write(struct sr_iw_conn *c)
 			}
 		}
 		/* skip empty iovecs (zero-length payload pieces) */
-		while (c->fp_iovpos < c->fp_iovcnt && !c->fp_iov[c->fp_iovpos].iov_len)
+		while (c->fp_iovpos < c->fp_iovcnt && !c->fp->iov[c->fp_iovpos].iov_len)
 			c->fp_iovpos++;
 	}
 	c->fp_busy = false;
@@ -132,7 +133,7 @@ static void sr_iw_build_data_fpdu(struct sr_iw_conn *c)
 						    c->wqe->invalidate_rkey : 0,
 					    ch.len);
 	}
-	nio = sr_iw_buf_iov(&c->src, ch.off, ch.len, &c->fp_iov[c->fp_iovcnt + 1], SR_MAX_SGE);
+	nio = sr_iw_buf_iov(&c->src, ch.off, ch.len, &c->fp->iov[c->fp_iovcnt + 1], SR_MAX_SGE);
 	sr_iw_fpdu_seal(c, (size_t)hlen, nio, ch.len);
 	c->seg_last_sent = ch.last;
 }
@@ -180,6 +181,20 @@ static void sr_iw_wqe_fail(struct sr_iw_conn *c, enum ibv_wc_status st)
 	sr_iw_term_locked(c, &t);
 }
 
+/* The Read Request ring, allocated at the first Read (ORD entries). False: no memory. */
+static bool sr_iw_rreq_ring(struct sr_iw_conn *c)
+{
+	if (!c->rreq) {
+		uint32_t cap = SR_MIN(SR_MAX(c->mpa.ord, 1u), (uint32_t)SR_MAX_QP_RD_ATOM);
+
+		c->rreq = calloc(cap, sizeof(*c->rreq));
+		if (!c->rreq)
+			return false;
+		c->rreq_cap = cap;
+	}
+	return true;
+}
+
 /*
  * Start the WQE in c->wqe. Returns false when it must wait (ORD full, or FENCE with Reads
  * outstanding); it then stays in c->wqe until a Read Response frees a slot.
@@ -196,11 +211,15 @@ static bool sr_iw_start_wqe(struct sr_iw_conn *c)
 		struct sr_rdmap_rreq rr;
 		uint32_t ord = c->mpa.ord ? c->mpa.ord : 1;
 
-		if (c->rreq_count >= ord || c->rreq_count >= SR_MAX_QP_RD_ATOM)
+		if (!sr_iw_rreq_ring(c)) {
+			sr_iw_wqe_fail(c, IBV_WC_LOC_QP_OP_ERR);
+			return true;
+		}
+		if (c->rreq_count >= ord || c->rreq_count >= c->rreq_cap)
 			return false;
 		if ((w->flags & IBV_SEND_FENCE) && c->rreq_count)
 			return false;
-		q = &c->rreq[(c->rreq_head + c->rreq_count) % SR_MAX_QP_RD_ATOM];
+		q = &c->rreq[(c->rreq_head + c->rreq_count) % c->rreq_cap];
 		r = sr_iw_buf_init(&q->sink, c->qp->pd, w->sge, w->num_sge, IBV_ACCESS_LOCAL_WRITE);
 		if (r != SR_ACC_OK) {
 			sr_iw_wqe_fail(c, IBV_WC_LOC_PROT_ERR);
@@ -283,8 +302,8 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 	c->fp_iovpos = 0;
 	if (c->tx_term_pending) {
 		/* term_buf stays untouched from here on: a Terminate is queued once */
-		c->fp_iov[0].iov_base = c->term_buf;
-		c->fp_iov[0].iov_len = (size_t)c->term_len;
+		c->fp->iov[0].iov_base = c->term_buf;
+		c->fp->iov[0].iov_len = (size_t)c->term_len;
 		c->fp_iovcnt = 1;
 		c->fp_busy = true;
 		c->tx_term_pending = false;
@@ -295,10 +314,14 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 	if (c->tx_rtr_pending) {
 		c->tx_rtr_pending = false;
 		if (c->mpa.rtr == SR_MPA_RTR_READ) {
-			struct sr_iw_rreq *q = &c->rreq[(c->rreq_head + c->rreq_count) %
-							SR_MAX_QP_RD_ATOM];
 			struct sr_rdmap_rreq rr = { .src_stag = 1 }; /* wire.md §1.3 */
+			struct sr_iw_rreq *q;
 
+			if (!sr_iw_rreq_ring(c)) {
+				sr_iw_fail_stream(c);
+				return false;
+			}
+			q = &c->rreq[(c->rreq_head + c->rreq_count) % c->rreq_cap];
 			memset(q, 0, sizeof(*q));
 			c->rreq_count++;
 			sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_rreq(SR_IW_HDR(c), SR_IW_HDR_SIZE(c),
@@ -357,6 +380,21 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 	return false;
 }
 
+/* tx_lock held: the batch to build into. Without memory for it the stream ends. */
+static bool sr_iw_batch_get(struct sr_iw_conn *c)
+{
+	if (!c->fp) {
+		c->fp = malloc(sizeof(*c->fp));
+		if (!c->fp) {
+			sr_err("qp %u: no memory to transmit: ending the stream", c->qp->ibqp.qp_num);
+			c->tx_dead = true;
+			sr_iw_fail_stream(c);
+			return false;
+		}
+	}
+	return true;
+}
+
 void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 {
 	for (int budget = SR_IW_TX_BUDGET; budget > 0; budget--) {
@@ -369,7 +407,11 @@ void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 				c->tx_fin_sent = true;
 				shutdown(c->fd, SHUT_WR);
 			}
-			if (c->tx_dead || c->tx_hold || !sr_iw_next_fpdu(c)) {
+			if (c->tx_dead || c->tx_hold || !sr_iw_batch_get(c) ||
+			    !sr_iw_next_fpdu(c)) {
+				/* nothing (more) for the socket: an idle connection holds no batch */
+				free(c->fp);
+				c->fp = NULL;
 				sr_iw_want_out(c, false);
 				return;
 			}

@@ -7,45 +7,62 @@
 #include "verbs/sr_obj.h"
 
 /*
- * Process-wide QP numbers: qpn = generation << 12 | slot. The slot bounds the number of live
- * QPs (SR_MAX_QP); the generation (1..4095) makes a reused slot a new number and keeps every
- * qpn non-zero and below 2^24.
+ * Process-wide QP numbers: qpn = generation << 18 | slot. The slot bounds the number of live
+ * QPs (SR_MAX_QP); the generation (1..63) makes a reused slot a new number and keeps every
+ * qpn non-zero and below 2^24. Slots come first from the never used ones, then from a FIFO
+ * of freed ones (linked through the table), so a just-freed number is the last to come back
+ * and allocation costs the same at 10 QPs and at SR_MAX_QP.
  */
-#define SR_QPN_SLOT_BITS 12
+#define SR_QPN_SLOT_BITS 18
+#define SR_QPN_GEN_MAX   ((1u << (24 - SR_QPN_SLOT_BITS)) - 1)
+#define SR_QPN_NONE      UINT32_MAX
 _Static_assert(SR_MAX_QP <= (1 << SR_QPN_SLOT_BITS), "QP slots must fit the QPN");
 
 static pthread_mutex_t sr_qpn_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	struct sr_qp *qp;
-	uint16_t gen;
+	uint32_t next_free; /* FIFO link while free (SR_QPN_NONE: end) */
+	uint8_t gen;
 } sr_qpn_tab[SR_MAX_QP];
-static uint32_t sr_qpn_next;
+static uint32_t sr_qpn_never_used;
+static uint32_t sr_qpn_free_head = SR_QPN_NONE, sr_qpn_free_tail = SR_QPN_NONE;
 
 static int sr_qpn_alloc(struct sr_qp *qp)
 {
-	pthread_mutex_lock(&sr_qpn_lock);
-	for (uint32_t n = 0; n < SR_MAX_QP; n++) {
-		/* Round robin, so a just-freed number is the last to come back. */
-		uint32_t i = (sr_qpn_next + n) % SR_MAX_QP;
+	uint32_t i;
 
-		if (sr_qpn_tab[i].qp)
-			continue;
-		sr_qpn_tab[i].gen = sr_qpn_tab[i].gen % ((1 << SR_QPN_SLOT_BITS) - 1) + 1;
-		sr_qpn_tab[i].qp = qp;
-		sr_qpn_next = i + 1;
-		qp->qpn_index = i;
-		qp->ibqp.qp_num = (uint32_t)sr_qpn_tab[i].gen << SR_QPN_SLOT_BITS | i;
+	pthread_mutex_lock(&sr_qpn_lock);
+	if (sr_qpn_never_used < SR_MAX_QP) {
+		i = sr_qpn_never_used++;
+	} else if (sr_qpn_free_head != SR_QPN_NONE) {
+		i = sr_qpn_free_head;
+		sr_qpn_free_head = sr_qpn_tab[i].next_free;
+		if (sr_qpn_free_head == SR_QPN_NONE)
+			sr_qpn_free_tail = SR_QPN_NONE;
+	} else {
 		pthread_mutex_unlock(&sr_qpn_lock);
-		return 0;
+		return ENOMEM; /* SR_MAX_QP per process */
 	}
+	sr_qpn_tab[i].gen = (uint8_t)(sr_qpn_tab[i].gen % SR_QPN_GEN_MAX + 1);
+	sr_qpn_tab[i].qp = qp;
+	qp->qpn_index = i;
+	qp->ibqp.qp_num = (uint32_t)sr_qpn_tab[i].gen << SR_QPN_SLOT_BITS | i;
 	pthread_mutex_unlock(&sr_qpn_lock);
-	return ENOMEM; /* SR_MAX_QP per process */
+	return 0;
 }
 
 static void sr_qpn_free(struct sr_qp *qp)
 {
+	uint32_t i = qp->qpn_index;
+
 	pthread_mutex_lock(&sr_qpn_lock);
-	sr_qpn_tab[qp->qpn_index].qp = NULL;
+	sr_qpn_tab[i].qp = NULL;
+	sr_qpn_tab[i].next_free = SR_QPN_NONE;
+	if (sr_qpn_free_tail != SR_QPN_NONE)
+		sr_qpn_tab[sr_qpn_free_tail].next_free = i;
+	else
+		sr_qpn_free_head = i;
+	sr_qpn_free_tail = i;
 	pthread_mutex_unlock(&sr_qpn_lock);
 }
 

@@ -1,20 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Device limits. These are the values ibv_query_device reports AND the values the object
- * code enforces; change them here only.
+ * code enforces; change them here only. Object counts are in the range real devices
+ * advertise (the kernel's siw: about 100,000 QPs and CQs, 3.2 million CQEs; mlx5: hundreds
+ * of thousands of QPs): what a process can create is bounded by its memory, not by us. The
+ * process-wide tables behind QP numbers and STags are sized by these counts but only the
+ * pages a process uses cost memory.
  */
 #ifndef SR_LIMITS_H
 #define SR_LIMITS_H
 
-#define SR_MAX_QP          4096
+#define SR_MAX_QP          262144
 #define SR_MAX_QP_WR       16384
 #define SR_MAX_SGE         32
 #define SR_MAX_SGE_RD      32
-#define SR_MAX_CQ          4096
-#define SR_MAX_CQE         65536
-#define SR_MAX_MR          65536
-#define SR_MAX_PD          16384
-#define SR_MAX_SRQ         4096
+#define SR_MAX_CQ          262144
+#define SR_MAX_CQE         4194304
+#define SR_MAX_MR          1048576
+#define SR_MAX_PD          262144
+#define SR_MAX_SRQ         262144
 #define SR_MAX_SRQ_WR      16384
 #define SR_MAX_SRQ_SGE     32
 #define SR_MAX_QP_RD_ATOM  32      /* IRD/ORD ceiling, 14-bit MPA v2 field allows more */

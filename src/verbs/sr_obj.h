@@ -403,5 +403,7 @@ int sr_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int sr_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 /* qp.c */
 struct ibv_qp *sr_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+/* The QP numbered qpn if it belongs to ctx, else NULL (sr_priv_ops.qp_by_num). */
+struct ibv_qp *sr_qp_by_num(struct ibv_context *ctx, uint32_t qpn);
 
 #endif

@@ -466,6 +466,59 @@ static void t_ord_limit(void **s)
 	pair_down(&p);
 }
 
+/* Transmit batch held (under tx_lock: it is given back in the same hold that completes). */
+static bool holds_batch(struct ep *e)
+{
+	struct sr_iw_conn *c = to_sr_qp(e->qp)->xport;
+	bool held;
+
+	pthread_mutex_lock(&c->tx_lock);
+	held = c->fp != NULL;
+	pthread_mutex_unlock(&c->tx_lock);
+	return held;
+}
+
+/*
+ * An idle stream holds neither a transmit batch nor a Read Request ring: the batch comes
+ * back once nothing more is queued for the socket, the ring (ORD entries) appears at the
+ * first READ. This is what keeps 100,000 idle connections cheap.
+ */
+static void t_idle_costs(void **s)
+{
+	struct pair p;
+	struct ibv_wc wc[1];
+	struct buf src, dst;
+	struct sr_iw_conn *a;
+
+	(void)s;
+	pair_up_opt(&p, mpa_conn(true, SR_MPA_RTR_WRITE, 3, 3),
+		    mpa_conn(true, SR_MPA_RTR_WRITE, 3, 3), false, NULL);
+	a = to_sr_qp(p.a.qp)->xport;
+	buf_new(&src, p.a.pd, 4096, ACC_ALL, 7);
+	buf_new(&dst, p.b.pd, 4096, ACC_ALL, 8);
+	post_recv1(&p.b, 1, dst.p, 4096, dst.mr->lkey);
+	post_send1(&p.a, 2, IBV_WR_SEND, 0, src.p, 4096, src.mr->lkey, 0, 0);
+	wait_wc(p.a.scq, wc, 1);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	wait_wc(p.b.rcq, wc, 1);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_false(holds_batch(&p.a));
+	assert_null(a->rreq);
+
+	post_send1(&p.a, 3, IBV_WR_RDMA_READ, 0, src.p, 4096, src.mr->lkey, (uintptr_t)dst.p,
+		   dst.mr->rkey);
+	wait_wc(p.a.scq, wc, 1);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_true(memcmp(src.p, dst.p, 4096) == 0);
+	assert_non_null(a->rreq);
+	assert_int_equal(a->rreq_cap, 3);
+	assert_false(holds_batch(&p.a));
+	assert_false(holds_batch(&p.b)); /* it sent the Read Response */
+	buf_free(&src);
+	buf_free(&dst);
+	pair_down(&p);
+}
+
 /*
  * FENCE: a Write that overwrites what a preceding READ reads must wait for the READ's
  * response; without the fence b could place the Write before it sends the Read Response.
@@ -730,6 +783,7 @@ int main(void)
 		cmocka_unit_test(t_solicited),
 		cmocka_unit_test(t_send_inv),
 		cmocka_unit_test(t_ord_limit),
+		cmocka_unit_test(t_idle_costs),
 		cmocka_unit_test(t_fence),
 		cmocka_unit_test(t_write_after_read),
 		cmocka_unit_test(t_disconnect),

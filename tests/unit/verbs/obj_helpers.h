@@ -27,6 +27,15 @@ static inline struct ibv_context *open_lo(void)
 	return ctx;
 }
 
+/* What the device advertises: the object tests check the limits enforced against it. */
+static inline struct ibv_device_attr query_attr(struct ibv_context *ctx)
+{
+	struct ibv_device_attr a;
+
+	assert_int_equal(ibv_query_device(ctx, &a), 0);
+	return a;
+}
+
 struct fx {
 	struct ibv_context *ctx;
 	struct ibv_comp_channel *ch;

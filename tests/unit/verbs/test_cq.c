@@ -288,6 +288,32 @@ static void cq_resize(void **state)
 	ibv_close_device(ctx);
 }
 
+/*
+ * Exactly the advertised max_cq CQs exist at once (the fixture-free context has none): the
+ * next create fails with ENOMEM, and a destroyed CQ's place serves again.
+ */
+static void cq_count_limit(void **state)
+{
+	struct ibv_context *ctx = open_lo();
+	int max = query_attr(ctx).max_cq;
+	struct ibv_cq **cqs = calloc((size_t)max + 1, sizeof(*cqs));
+	int n = 0;
+
+	assert_int_equal(max, SR_MAX_CQ);
+	assert_int_equal(query_attr(ctx).max_cqe, SR_MAX_CQE);
+	while (n <= max && (cqs[n] = ibv_create_cq(ctx, 1, NULL, NULL, 0)))
+		n++;
+	assert_int_equal(n, max);
+	assert_int_equal(errno, ENOMEM);
+	assert_int_equal(ibv_destroy_cq(cqs[0]), 0);
+	cqs[0] = ibv_create_cq(ctx, 1, NULL, NULL, 0);
+	assert_non_null(cqs[0]);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(ibv_destroy_cq(cqs[i]), 0);
+	free(cqs);
+	ibv_close_device(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,6 +324,7 @@ int main(void)
 		cmocka_unit_test(cq_two_on_channel),
 		cmocka_unit_test(cq_destroy_waits_for_ack),
 		cmocka_unit_test(cq_resize),
+		cmocka_unit_test(cq_count_limit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -232,20 +232,22 @@ static void mr_dereg_while_referenced(void **state)
 	ibv_close_device(ctx);
 }
 
-/* SR_MAX_MR per process, and a reused index comes back with a new key. */
+/* Exactly the advertised max_mr per process, and a reused index comes back with a new key. */
 static void mr_table_limit_and_key_reuse(void **state)
 {
 	struct ibv_context *ctx = open_lo();
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	struct ibv_mr **mrs = calloc(SR_MAX_MR + 1, sizeof(*mrs));
+	int max = query_attr(ctx).max_mr;
+	struct ibv_mr **mrs = calloc((size_t)max + 1, sizeof(*mrs));
 	static char buf[8];
 	uint32_t old;
 	int n = 0;
 
-	while (n <= SR_MAX_MR && (mrs[n] = ibv_reg_mr(pd, buf, sizeof(buf), 0)))
+	assert_int_equal(max, SR_MAX_MR);
+	while (n <= max && (mrs[n] = ibv_reg_mr(pd, buf, sizeof(buf), 0)))
 		n++;
 	assert_int_equal(errno, ENOMEM);
-	assert_in_range(n, SR_MAX_MR - 16, SR_MAX_MR);
+	assert_int_equal(n, max);
 	old = mrs[n / 2]->lkey;
 	assert_int_equal(ibv_dereg_mr(mrs[n / 2]), 0);
 	mrs[n / 2] = ibv_reg_mr(pd, buf, sizeof(buf), 0);
@@ -259,6 +261,28 @@ static void mr_table_limit_and_key_reuse(void **state)
 	ibv_close_device(ctx);
 }
 
+/* Exactly the advertised max_pd protection domains exist at once; the next is ENOMEM. */
+static void pd_count_limit(void **state)
+{
+	struct ibv_context *ctx = open_lo();
+	int max = query_attr(ctx).max_pd;
+	struct ibv_pd **pds = calloc((size_t)max + 1, sizeof(*pds));
+	int n = 0;
+
+	assert_int_equal(max, SR_MAX_PD);
+	while (n <= max && (pds[n] = ibv_alloc_pd(ctx)))
+		n++;
+	assert_int_equal(n, max);
+	assert_int_equal(errno, ENOMEM);
+	assert_int_equal(ibv_dealloc_pd(pds[0]), 0);
+	pds[0] = ibv_alloc_pd(ctx);
+	assert_non_null(pds[0]);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(ibv_dealloc_pd(pds[i]), 0);
+	free(pds);
+	ibv_close_device(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -269,6 +293,7 @@ int main(void)
 		cmocka_unit_test(mr_invalidate),
 		cmocka_unit_test(mr_dereg_while_referenced),
 		cmocka_unit_test(mr_table_limit_and_key_reuse),
+		cmocka_unit_test(pd_count_limit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

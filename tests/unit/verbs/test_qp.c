@@ -297,25 +297,48 @@ static void qp_destroy_with_unread_event(void **state)
 	fx_close(&f);
 }
 
+/*
+ * Exactly the advertised max_qp QPs exist at once: the next create fails with ENOMEM, as on
+ * hardware, and a destroyed QP's slot serves again under a new number.
+ */
 static void qp_count_limit(void **state)
 {
 	struct fx f;
-	struct ibv_qp **qps = calloc(SR_MAX_QP + 1, sizeof(*qps));
-	int n = 0;
+	int max, n = 0;
+	struct ibv_qp **qps;
+	uint32_t old;
 
 	fx_open(&f);
-	for (; n <= SR_MAX_QP; n++) {
+	max = query_attr(f.ctx).max_qp;
+	assert_int_equal(max, SR_MAX_QP);
+	qps = calloc((size_t)max + 1, sizeof(*qps));
+	assert_non_null(qps);
+	for (; n <= max; n++) {
 		struct ibv_qp_init_attr a = fx_qp_attr(&f, 1, 1, 0);
 
 		qps[n] = ibv_create_qp(f.pd, &a);
 		if (!qps[n])
 			break;
 	}
-	assert_int_equal(n, SR_MAX_QP);
+	assert_int_equal(n, max);
 	assert_int_equal(errno, ENOMEM);
-	/* numbers are unique among live QPs */
-	for (int i = 1; i < n; i++)
-		assert_int_not_equal(qps[i]->qp_num, qps[i - 1]->qp_num);
+	/* numbers are unique among live QPs and below 2^24 */
+	for (int i = 0; i < n; i++) {
+		assert_true(qps[i]->qp_num > 0 && qps[i]->qp_num < (1u << 24));
+		if (i)
+			assert_int_not_equal(qps[i]->qp_num, qps[i - 1]->qp_num);
+		assert_ptr_equal(sr_qp_by_num(f.ctx, qps[i]->qp_num), qps[i]);
+	}
+	old = qps[n / 2]->qp_num;
+	assert_int_equal(ibv_destroy_qp(qps[n / 2]), 0);
+	assert_null(sr_qp_by_num(f.ctx, old));
+	{
+		struct ibv_qp_init_attr a = fx_qp_attr(&f, 1, 1, 0);
+
+		qps[n / 2] = ibv_create_qp(f.pd, &a);
+	}
+	assert_non_null(qps[n / 2]);
+	assert_int_not_equal(qps[n / 2]->qp_num, old);
 	for (int i = 0; i < n; i++)
 		assert_int_equal(ibv_destroy_qp(qps[i]), 0);
 	free(qps);
