@@ -3,9 +3,12 @@
 # listeners on 127.0.0.1 (bench/conns): every connection moves one SEND each way with the
 # right contents, each side holds exactly one more fd per connection and no more threads,
 # and everything is torn down cleanly.
-# usage: cm_conns.sh N
+# With a port range LO-HI the run happens in a fresh network namespace whose implicit range
+# is only that: more connections than ports then fit only through 4-tuple port sharing.
+# usage: cm_conns.sh N [LO-HI]
 . "$(dirname "$0")/../lib.sh"
 n=${1:?connections}
+range=${2:-}
 conns="$SR_BINDIR/conns"
 [ -x "$conns" ] || sr_fail "$conns not built"
 # conns raises its own limit; beyond the hard limit that needs CAP_SYS_RESOURCE
@@ -19,7 +22,17 @@ log=$(mktemp)
 trap 'rm -f "$log"; sr_cleanup' EXIT
 
 # -w 512: many connects in flight, well within the listeners' backlogs (4 x 1024)
-"$conns" -n "$n" -p "$port" -w 512 -F >"$log" 2>&1
+pre=()
+if [ -n "$range" ]; then
+	sr_need_root
+	ns=$(sr_netns_add conns)
+	ip -n "$ns" link set lo up
+	ip netns exec "$ns" sysctl -qw net.ipv4.ip_local_port_range="${range/-/ }" ||
+		sr_fail "cannot set the port range"
+	pre=(ip netns exec "$ns")
+	[ "$n" -gt $((${range#*-} - ${range%-*} + 1)) ] || sr_fail "$n connections fit $range unshared"
+fi
+"${pre[@]}" "$conns" -n "$n" -p "$port" -w 512 -F >"$log" 2>&1
 rc=$?
 cat "$log"
 [ "$rc" -eq 0 ] || sr_fail "conns exited $rc"
@@ -30,4 +43,4 @@ for side in client server; do
 	[ "$(val ${side}_fds_added)" = "$((n - 1))" ] || sr_fail "$side: not one fd per connection"
 	[ "$(val ${side}_threads_added)" = 0 ] || sr_fail "$side: threads per connection"
 done
-sr_pass "$n connections, one fd each"
+sr_pass "$n connections, one fd each${range:+, implicit ports $range}"
