@@ -638,16 +638,35 @@ static int t_wire_v1(void)
 }
 
 /*
+ * The RTR bits a Request carries for SOFTRDMA_MPA_RTR: the IRD word's high byte (P2P, Send)
+ * and the ORD word's (Write, Read). Unset or not a list of forms: the Read alone.
+ */
+static void rtr_offer_bits(uint8_t *ird_hi, uint8_t *ord_hi)
+{
+	const char *v = getenv("SOFTRDMA_MPA_RTR");
+	bool all = v && strcmp(v, "all") == 0;
+	bool rd = all || (v && strstr(v, "read")), wr = all || (v && strstr(v, "write"));
+	bool sd = all || (v && strstr(v, "send"));
+
+	if (!rd && !wr && !sd)
+		rd = true;
+	*ird_hi = (uint8_t)(0x80 | (sd ? 0x40 : 0));
+	*ord_hi = (uint8_t)((wr ? 0x80 : 0) | (rd ? 0x40 : 0));
+}
+
+/*
  * What our initiator puts on the wire, checked byte by byte (wire.md 1.1/1.3), and how a
  * hand-written rev 2 Reply's IRD/ORD come back in CONNECT_RESPONSE. Follows
- * SOFTRDMA_MPA_REV / SOFTRDMA_MPA_CRC from the environment.
+ * SOFTRDMA_MPA_REV / SOFTRDMA_MPA_CRC / SOFTRDMA_MPA_RTR from the environment; the Reply
+ * picks Read, else Write, else Send among the forms offered.
  */
 static int t_wire_request(void)
 {
-	static const uint8_t rep_v2[] = "MPA ID Rep Frame\x50\x02\x00\x04\x80\x02\x80\x01";
+	uint8_t rep_v2[] = "MPA ID Rep Frame\x50\x02\x00\x04\x80\x02\x40\x01";
 	static const uint8_t rep_v1[] = "MPA ID Rep Frame\x40\x01\x00\x00";
 	const char *rev_env = getenv("SOFTRDMA_MPA_REV"), *crc_env = getenv("SOFTRDMA_MPA_CRC");
 	bool v1 = rev_env && atoi(rev_env) == 1, crc = !crc_env || atoi(crc_env) != 0;
+	uint8_t ird_hi, ord_hi;
 	struct rdma_conn_param p = { .private_data = "abc", .private_data_len = 4,
 				     .responder_resources = 3, .initiator_depth = 5 };
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -670,12 +689,17 @@ static int t_wire_request(void)
 		CT_CHECK(req[18] == 0 && req[19] == 4);
 		CT_CHECK(recv(fd, req + 20, 4, MSG_WAITALL) == 4 && memcmp(req + 20, "abc", 4) == 0);
 	} else {
-		/* C as configured, enhanced; IRD 3 with P2P, ORD 5 offering Write and Read RTRs */
+		/* C as configured, enhanced; IRD 3 with P2P, ORD 5, the RTR forms configured */
+		rtr_offer_bits(&ird_hi, &ord_hi);
 		CT_CHECK(req[16] == (crc ? 0x50 : 0x10) && req[17] == 2);
 		CT_CHECK(req[18] == 0 && req[19] == 8);
 		CT_CHECK(recv(fd, req + 20, 8, MSG_WAITALL) == 8);
-		CT_CHECK(req[20] == 0x80 && req[21] == 3 && req[22] == 0xc0 && req[23] == 5);
+		CT_CHECK(req[20] == ird_hi && req[21] == 3 && req[22] == ord_hi && req[23] == 5);
 		CT_CHECK(memcmp(req + 24, "abc", 4) == 0);
+		if (!(ord_hi & 0x40)) { /* no Read offered: answer with Write, else Send */
+			rep_v2[22] = ord_hi & 0x80 ? 0x80 : 0x00;
+			rep_v2[20] = ord_hi & 0x80 ? 0x80 : 0xc0;
+		}
 	}
 	/* the initiator sends nothing more before the Reply */
 	CT_CHECK(recv(fd, &b, 1, MSG_DONTWAIT) == -1 && errno == EAGAIN);
