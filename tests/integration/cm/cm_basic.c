@@ -5,6 +5,8 @@
  * 77 = skip. serve/dial run the two halves of a connection in separate processes.
  */
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <sys/socket.h>
@@ -530,6 +532,79 @@ static int t_timeout(void)
 	return raw_server_case(0, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, 15000);
 }
 
+/*
+ * After our FIN the peer still talks, then closes: once its socket is closed, did it get a
+ * reset? Waits for the state, not for a time.
+ */
+static bool reset_after_fin(int fd)
+{
+	struct tcp_info ti = { 0 };
+	socklen_t len;
+	int err = 0;
+
+	if (send(fd, "late bytes after the FIN", 24, MSG_NOSIGNAL) != 24)
+		return true;
+	shutdown(fd, SHUT_WR);
+	for (int i = 0; i < 20000; i++) {
+		len = sizeof(ti);
+		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) || ti.tcpi_state == TCP_CLOSE)
+			break;
+		usleep(500);
+	}
+	len = sizeof(err);
+	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+	return ti.tcpi_state != TCP_CLOSE || err != 0;
+}
+
+/*
+ * An initiator that gives up after its P2P Request ends the connection with a FIN and
+ * nothing before it (no Terminate), never a reset, even with the peer's bytes unread or
+ * still arriving: Linux siw's CM cannot recover from a reset there. Cases: a Reply with a
+ * stray byte behind it (refused: CONNECT_ERROR), half a Reply and the id destroyed.
+ */
+static int t_no_reset(void)
+{
+	static const uint8_t rep[] = "MPA ID Rep Frame\x50\x02\x00\x04\x80\x01\x40\x01Z";
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *c;
+	uint8_t buf[64];
+	int lfd, fd, port;
+
+	lfd = raw_listener(&port);
+	CT_CHECK(lfd >= 0);
+	for (int mode = 0; mode < 2; mode++) {
+		if (resolve(ch, port, &c))
+			return 1;
+		CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == 0);
+		fd = accept(lfd, NULL, NULL);
+		CT_CHECK(fd >= 0);
+		CT_CHECK(recv(fd, buf, 24, MSG_WAITALL) == 24 &&
+			 memcmp(buf, "MPA ID Req Frame", 16) == 0);
+		CT_CHECK(buf[20] & 0x80); /* a P2P Request */
+		if (mode == 0) {
+			CT_CHECK(send(fd, rep, 25, 0) == 25);
+			ev = ct_expect(ch, RDMA_CM_EVENT_CONNECT_ERROR, 3000);
+			CT_CHECK(ev && ev->status == -EPROTO);
+			rdma_ack_cm_event(ev);
+		} else {
+			CT_CHECK(send(fd, rep, 10, 0) == 10);
+			CT_CHECK(quiet(ch, 100) == 0);
+		}
+		if (mode == 1)
+			rdma_destroy_id(c);
+		/* our FIN, with nothing before it */
+		CT_CHECK(recv(fd, buf, 1, 0) == 0);
+		CT_CHECK(!reset_after_fin(fd));
+		close(fd);
+		if (mode == 0)
+			rdma_destroy_id(c);
+	}
+	close(lfd);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
 /* The CM closed fd: EOF, or a reset when it left our bytes unread. */
 static bool dropped(int fd)
 {
@@ -986,6 +1061,7 @@ static const struct {
 	{ "request_timeout", t_request_timeout },
 	{ "wire_v1", t_wire_v1 },
 	{ "wire_request", t_wire_request },
+	{ "no_reset", t_no_reset },
 	{ "errors", t_errors },
 	{ "migrate", t_migrate },
 	{ "devices", t_devices },
