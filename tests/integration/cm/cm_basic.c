@@ -481,6 +481,18 @@ static int raw_connect(int port)
 	return fd;
 }
 
+/* An id connecting (no private data) to the raw listener lfd; *fd: the accepted end. */
+static int raw_dial(struct rdma_event_channel *ch, int lfd, int port, struct rdma_cm_id **c,
+		    int *fd)
+{
+	if (resolve(ch, port, c))
+		return 1;
+	CT_CHECK(rdma_connect(*c, &(struct rdma_conn_param){ 0 }) == 0);
+	*fd = accept(lfd, NULL, NULL);
+	CT_CHECK(*fd >= 0);
+	return 0;
+}
+
 /* mode 0: never answer; 1: answer garbage; 2: close; 3: valid Reply + trailing byte */
 static int raw_server_case(int mode, enum rdma_cm_event_type want, int status, int ms)
 {
@@ -493,11 +505,8 @@ static int raw_server_case(int mode, enum rdma_cm_event_type want, int status, i
 
 	lfd = raw_listener(&port);
 	CT_CHECK(lfd >= 0);
-	if (resolve(ch, port, &c))
+	if (raw_dial(ch, lfd, port, &c, &fd))
 		return 1;
-	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == 0);
-	fd = accept(lfd, NULL, NULL);
-	CT_CHECK(fd >= 0);
 	CT_CHECK(recv(fd, buf, 20, MSG_WAITALL) == 20 && memcmp(buf, "MPA ID Req Frame", 16) == 0);
 	if (mode == 1)
 		CT_CHECK(send(fd, "MPA ID Rex Frame\x40\x01\x00\x00", 20, 0) == 20);
@@ -574,11 +583,8 @@ static int t_no_reset(void)
 	lfd = raw_listener(&port);
 	CT_CHECK(lfd >= 0);
 	for (int mode = 0; mode < 2; mode++) {
-		if (resolve(ch, port, &c))
+		if (raw_dial(ch, lfd, port, &c, &fd))
 			return 1;
-		CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == 0);
-		fd = accept(lfd, NULL, NULL);
-		CT_CHECK(fd >= 0);
 		CT_CHECK(recv(fd, buf, 24, MSG_WAITALL) == 24 &&
 			 memcmp(buf, "MPA ID Req Frame", 16) == 0);
 		CT_CHECK(buf[20] & 0x80); /* a P2P Request */
