@@ -131,18 +131,21 @@ wire_fpdu_count() {
 	wire_awk "$1" '{ n += split($6, a, " ") } END { print n + 0 }'
 }
 
+# awk: hex("0x1f") or hex("1f") is 31 (tshark prints integer fields in hex).
+WIRE_AWK_HEX='
+	function hex(s,   v, i, c) {
+		v = 0; sub(/^0x/, "", s)
+		for (i = 1; i <= length(s); i++) {
+			c = index("0123456789abcdef", tolower(substr(s, i, 1)))
+			v = v * 16 + c - 1
+		}
+		return v
+	}'
+
 # Number of frames holding at least one RDMAP message with opcode <n> (tshark prints 0x03).
 wire_opcode_frames() {
 	wire_decode "$1"
-	awk -F'|' -v "op=$2" '
-		function hex(s,   v, i, c) {
-			v = 0; sub(/^0x/, "", s)
-			for (i = 1; i <= length(s); i++) {
-				c = index("0123456789abcdef", tolower(substr(s, i, 1)))
-				v = v * 16 + c - 1
-			}
-			return v
-		}
+	awk -F'|' -v "op=$2" "$WIRE_AWK_HEX"'
 		{ k = split($8, a, " "); for (i = 1; i <= k; i++)
 			if (hex(a[i]) == op) { n++; break } }
 		END { print n + 0 }' "$1.fields"
@@ -278,15 +281,7 @@ wire_check_rtr_hold() {
 		-e frame.number -e frame.time_relative -e tcp.srcport -e iwarp_mpa.key.req \
 		-e iwarp_mpa.privatedata -e iwarp_rdma.opcode -e iwarp_mpa.ulpdulength \
 		>"$f.rtr" || { echo "tshark could not read $f"; return 1; }
-	awk -F'|' '
-		function hex(s,   v, i, c) {
-			v = 0; sub(/^0x/, "", s)
-			for (i = 1; i <= length(s); i++) {
-				c = index("0123456789abcdef", tolower(substr(s, i, 1)))
-				v = v * 16 + c - 1
-			}
-			return v
-		}
+	awk -F'|' "$WIRE_AWK_HEX"'
 		$4 != "" && ini == "" {
 			ini = $3; pd = $5; gsub(/:/, "", pd)
 			ird = hex(substr(pd, 1, 4)); ord = hex(substr(pd, 5, 4))
