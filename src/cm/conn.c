@@ -145,12 +145,13 @@ void sr_cm_conn_quiesce(struct sr_cm_conn *c)
 /* ------------------------------------------------------ graceful close -- */
 
 /*
- * A connected socket the CM gives up on is closed with a FIN, never a reset: a reset
- * right after an MPA Request (a close with unread bytes, or bytes arriving after the
- * close) is what makes Linux siw's CM hit a BUG() and refuse RDMA connections until
- * reboot. So: FIN, then keep reading and dropping what the peer still sends until its
- * FIN, or SR_CM_DISCONNECT_TIMEOUT_MS. The lingering socket belongs to nobody; it lives
- * on the engine until then.
+ * A connected socket the CM gives up on is closed with a FIN, never a reset (which a close
+ * with unread bytes, or bytes arriving after the close, would draw): tearing down a
+ * half-set-up connection to Linux siw is a path where its CM has hit a BUG() and refused
+ * RDMA connections until reboot, so we keep it as gentle as TCP allows. FIN, then keep
+ * reading and dropping what the peer still sends until its FIN, or
+ * SR_CM_DISCONNECT_TIMEOUT_MS. The lingering socket belongs to nobody; it lives on the
+ * engine until then.
  */
 struct sr_cm_linger {
 	struct sr_engine_handler sock;
