@@ -25,6 +25,20 @@ static int sr_cm_mpa_rev(void)
 	return sr_config_long("SOFTRDMA_MPA_REV") == 1 ? SR_MPA_REV1 : SR_MPA_REV2;
 }
 
+/* The RTR forms we offer as peer-to-peer initiator (SOFTRDMA_MPA_RTR, docs/CONFIG.md). */
+static uint8_t sr_cm_rtr_offer(void)
+{
+	const char *v = sr_config_str("SOFTRDMA_MPA_RTR");
+	int set = sr_mpa_rtr_parse(v);
+
+	if (set < 0) {
+		sr_warn("SOFTRDMA_MPA_RTR=\"%s\" is not a list of read, write, send: offering read",
+			v ? v : "");
+		return SR_MPA_RTR_READ;
+	}
+	return (uint8_t)set;
+}
+
 static enum rdma_cm_event_type sr_cm_fail_type(int err)
 {
 	switch (err) {
@@ -262,9 +276,10 @@ SR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 	}
 	sr_cm_local_params(s, conn_param, &s->loc);
 	if (rev == SR_MPA_REV2) {
-		/* RFC 6581 peer-to-peer: we open the stream with an RTR, Write or Read */
+		/* RFC 6581 peer-to-peer: we open the stream with an RTR of a form the peer
+		 * picks among those offered (by default only the zero-length Read) */
 		s->loc.p2p = true;
-		s->loc.rtr = SR_MPA_RTR_WRITE | SR_MPA_RTR_READ;
+		s->loc.rtr = sr_cm_rtr_offer();
 	}
 	sr_mpa_request_params(&s->loc, &s->req);
 	if (rev == SR_MPA_REV1) {

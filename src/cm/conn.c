@@ -141,11 +141,118 @@ void sr_cm_conn_quiesce(struct sr_cm_conn *c)
 	}
 }
 
+/* ------------------------------------------------------ graceful close -- */
+
+/*
+ * A connected socket the CM gives up on is closed with a FIN, never a reset (which a close
+ * with unread bytes, or bytes arriving after the close, would draw): tearing down a
+ * half-set-up connection to Linux siw is a path where its CM has hit a BUG() and refused
+ * RDMA connections until reboot, so we keep it as gentle as TCP allows. FIN, then keep
+ * reading and dropping what the peer still sends until its FIN, or
+ * SR_CM_DISCONNECT_TIMEOUT_MS. The lingering socket belongs to nobody; it lives on the
+ * engine until then.
+ */
+struct sr_cm_linger {
+	struct sr_engine_handler sock;
+	struct sr_engine_handler timer;
+};
+
+/* Held while a linger's handlers are being registered: its callbacks wait for that. */
+static pthread_mutex_t sr_cm_linger_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Read and drop what is there. Returns true once the stream is over (EOF or error). */
+static bool sr_cm_drain(int fd)
+{
+	uint8_t scratch[4096];
+
+	for (;;) {
+		ssize_t n = recv(fd, scratch, sizeof(scratch), MSG_DONTWAIT);
+
+		if (n > 0)
+			continue;
+		if (n < 0 && errno == EINTR)
+			continue;
+		return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+	}
+}
+
+/* Engine thread: the linger is over. */
+static void sr_cm_linger_end(struct sr_cm_linger *l)
+{
+	sr_engine_del(&l->sock);
+	sr_engine_del(&l->timer);
+	close(l->timer.fd);
+	close(l->sock.fd);
+	free(l);
+}
+
+static void sr_cm_linger_sock_cb(struct sr_engine_handler *h, uint32_t events)
+{
+	struct sr_cm_linger *l = sr_container_of(h, struct sr_cm_linger, sock);
+	bool over;
+
+	pthread_mutex_lock(&sr_cm_linger_mu);
+	pthread_mutex_unlock(&sr_cm_linger_mu);
+	over = sr_cm_drain(h->fd) || (events & (EPOLLHUP | EPOLLERR));
+	if (over)
+		sr_cm_linger_end(l);
+}
+
+static void sr_cm_linger_timer_cb(struct sr_engine_handler *h, uint32_t events)
+{
+	struct sr_cm_linger *l = sr_container_of(h, struct sr_cm_linger, timer);
+
+	(void)events;
+	pthread_mutex_lock(&sr_cm_linger_mu);
+	pthread_mutex_unlock(&sr_cm_linger_mu);
+	sr_cm_drain(l->sock.fd); /* the peer never sent its FIN: a last look, then close */
+	sr_cm_linger_end(l);
+}
+
+static void sr_cm_close_graceful(int fd)
+{
+	struct itimerspec its = { .it_value = {
+		.tv_sec = SR_CM_DISCONNECT_TIMEOUT_MS / 1000,
+		.tv_nsec = (long)(SR_CM_DISCONNECT_TIMEOUT_MS % 1000) * 1000000L } };
+	struct sr_cm_linger *l;
+	bool over;
+
+	/* Unread bytes at close() make the kernel send a reset instead of our FIN. */
+	over = sr_cm_drain(fd);
+	shutdown(fd, SHUT_WR);
+	l = over ? NULL : calloc(1, sizeof(*l));
+	if (!l) {
+		close(fd); /* over, or no memory to wait: drained at least */
+		return;
+	}
+	l->sock.fd = fd;
+	l->sock.cb = sr_cm_linger_sock_cb;
+	l->timer.cb = sr_cm_linger_timer_cb;
+	l->timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	pthread_mutex_lock(&sr_cm_linger_mu);
+	if (l->timer.fd < 0 || timerfd_settime(l->timer.fd, 0, &its, NULL) < 0 ||
+	    sr_engine_add(&l->timer, EPOLLIN) || sr_engine_add(&l->sock, EPOLLIN | EPOLLRDHUP)) {
+		pthread_mutex_unlock(&sr_cm_linger_mu);
+		sr_engine_del(&l->timer);
+		if (l->timer.fd >= 0)
+			close(l->timer.fd);
+		close(fd);
+		free(l);
+		return;
+	}
+	pthread_mutex_unlock(&sr_cm_linger_mu);
+}
+
 void sr_cm_conn_destroy(struct sr_cm_conn *c)
 {
 	sr_cm_conn_quiesce(c);
-	if (c->sock.fd >= 0)
-		close(c->sock.fd);
+	if (c->sock.fd >= 0) {
+		/* a socket still connecting has nobody to say goodbye to */
+		if (c->phase == SR_CONN_TCP_CONNECT)
+			close(c->sock.fd);
+		else
+			sr_cm_close_graceful(c->sock.fd);
+	}
 	free(c);
 }
 

@@ -19,6 +19,11 @@ static const struct sr_tunable sr_tunables[] = {
 	  "CRC is used whenever either side asks for it." },
 	{ "SOFTRDMA_MPA_REV", "2",
 	  "MPA revision offered by the initiator (2 = RFC 6581 enhanced, 1 = RFC 5044)." },
+	{ "SOFTRDMA_MPA_RTR", "read",
+	  "RTR forms the initiator offers in its peer-to-peer MPA Request: a comma-separated "
+	  "list of read, write, send (or all); the responder picks one of them. Only the "
+	  "zero-length Read is answered, so only with it does the initiator learn when the "
+	  "peer is ready; an invalid list offers read." },
 };
 
 const struct sr_tunable *sr_config_table(unsigned int *count)

@@ -136,8 +136,9 @@ struct sr_mpa_conn {
 /**
  * sr_mpa_request_params - the Request we send: rev 2 with the enhanced
  * block, CRC if asked, no markers, our IRD/ORD, P2P with every RTR kind in
- * @loc->rtr if @loc->p2p. With a Read RTR offered the ORD is raised to 1,
- * since the RTR itself uses an ORD slot.
+ * @loc->rtr if @loc->p2p (none named: the zero-length Read alone, the one
+ * form Linux siw answers, so we learn when it is ready). With a Read RTR
+ * offered the ORD is raised to 1, since the RTR itself uses an ORD slot.
  */
 void sr_mpa_request_params(const struct sr_mpa_local *loc,
 			   struct sr_mpa_params *req);
@@ -177,6 +178,15 @@ int sr_mpa_check_reply(const struct sr_mpa_params *req,
 		       const struct sr_mpa_params *rep,
 		       const struct sr_mpa_local *loc,
 		       struct sr_mpa_conn *conn);
+
+/**
+ * sr_mpa_rtr_parse - the RTR kinds named in @text: a comma-separated list of
+ * "read", "write" and "send" (case-insensitive, blanks around names allowed),
+ * or "all".
+ * Returns: the SR_MPA_RTR_* set (never 0); -EINVAL for an empty list or an
+ *	unknown name.
+ */
+int sr_mpa_rtr_parse(const char *text);
 
 /*
  * Error from any function above to the Terminate to send: the parse errors,

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/sr_common.h"
 #include "iwarp/mpa.h"
@@ -28,10 +29,16 @@ void sr_mpa_request_params(const struct sr_mpa_local *loc,
 	if (!loc->p2p)
 		return;
 	req->p2p = true;
-	/* Nothing named: offer what siw offers, Write and Read. */
+	/*
+	 * Nothing named: the Read alone. A responder picks among what we offer and
+	 * siw picks Write whenever it may; only the Read is answered (a
+	 * zero-length Read Response), which tells us the peer's receive side is
+	 * up: Linux siw installs it only after sending its Reply and loses what
+	 * arrives before (docs/COMPATIBILITY.md, Interoperability).
+	 */
 	req->rtr = loc->rtr & SR_MPA_RTR_ALL;
 	if (!req->rtr)
-		req->rtr = SR_MPA_RTR_WRITE | SR_MPA_RTR_READ;
+		req->rtr = SR_MPA_RTR_READ;
 	/* A Read RTR takes an ORD slot of its own (siw forces ORD >= 1). */
 	if ((req->rtr & SR_MPA_RTR_READ) && req->ord == 0)
 		req->ord = 1;
@@ -172,6 +179,42 @@ int sr_mpa_check_reply(const struct sr_mpa_params *req,
 	else
 		conn->ord = SR_MIN(req->ord, rep->ird);
 	return 0;
+}
+
+int sr_mpa_rtr_parse(const char *text)
+{
+	static const struct {
+		const char *name;
+		uint8_t bits;
+	} names[] = {
+		{ "read", SR_MPA_RTR_READ },
+		{ "write", SR_MPA_RTR_WRITE },
+		{ "send", SR_MPA_RTR_SEND },
+		{ "all", SR_MPA_RTR_ALL },
+	};
+	uint8_t set = 0;
+	const char *p = text;
+
+	if (!p)
+		return -EINVAL;
+	for (;;) {
+		size_t len, i;
+
+		p += strspn(p, " \t");
+		len = strcspn(p, ", \t");
+		for (i = 0; i < SR_ARRAY_SIZE(names); i++)
+			if (len == strlen(names[i].name) && !strncasecmp(p, names[i].name, len))
+				break;
+		if (!len || i == SR_ARRAY_SIZE(names))
+			return -EINVAL;
+		set |= names[i].bits;
+		p += len;
+		p += strspn(p, " \t");
+		if (!*p)
+			return set;
+		if (*p++ != ',')
+			return -EINVAL;
+	}
 }
 
 enum sr_iw_err sr_mpa_err_code(int err)

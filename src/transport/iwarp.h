@@ -93,6 +93,31 @@ enum sr_iw_tx_kind {
 	SR_IW_TX_CTRL,  /* RTR or Terminate: header-only FPDU */
 };
 
+/*
+ * Which FPDUs may go out. RFC 6581 wants the initiator's RTR first and nothing from the
+ * responder before that arrives. On top of that the initiator waits after its RTR until
+ * the peer shows that it processes FPDUs: Linux siw installs its receive side only after
+ * sending its Reply, and drops what arrives in between without a later wakeup, so a Send
+ * right behind the RTR can hang the connection.
+ */
+enum sr_iw_tx_gate {
+	SR_IW_GATE_OPEN,        /* anything */
+	SR_IW_GATE_RTR,         /* initiator: the RTR is next, nothing precedes it */
+	SR_IW_GATE_PEER_READY,  /* initiator: RTR sent; the rest waits for any FPDU from the
+				 * peer (the Read Response to a Read RTR) or the ready timer */
+	SR_IW_GATE_PEER_FIRST,  /* responder: nothing before the initiator's first FPDU */
+};
+
+/*
+ * How long the initiator waits after its RTR for a sign of life before it sends anyway
+ * (docs/COMPATIBILITY.md). With a Read RTR the peer answers, usually within milliseconds
+ * (siw: 0.1-20 ms, median about 2): the bound only covers a peer that is slow or does not
+ * answer. A Write or Send RTR draws no answer, so there the wait is always served in full
+ * unless the peer talks first; it is kept short.
+ */
+#define SR_IW_READY_READ_MS  200
+#define SR_IW_READY_OTHER_MS 20
+
 struct sr_iw_conn {
 	struct sr_qp *qp;
 	int fd;
@@ -103,9 +128,8 @@ struct sr_iw_conn {
 
 	pthread_mutex_t tx_lock;     /* everything under "tx" below */
 	/* tx */
-	bool tx_hold;                /* responder: nothing before the first FPDU arrives */
+	enum sr_iw_tx_gate tx_gate;
 	bool tx_want_out;            /* EPOLLOUT armed */
-	bool tx_rtr_pending;         /* initiator: RTR still to send */
 	bool tx_term_pending;        /* Terminate queued; nothing else follows it */
 	bool tx_fin_pending;         /* orderly close asked: FIN once the SQ is drained */
 	bool tx_fin_sent;
@@ -139,9 +163,14 @@ struct sr_iw_conn {
 	uint8_t term_buf[SR_TERM_FPDU_MAX];
 	int term_len;
 
+	/* The initiator's ready timer (a timerfd, fd -1 when none). Dropped by the receive side
+	 * when the peer's first segment opens the gate, else at close; its own callback never
+	 * drops it, so detach (which stops the receive side first) can wait for that callback. */
+	struct sr_engine_handler ready_h;
+
 	/* rx (engine thread only) */
 	struct sr_fpdu_rx rx;
-	bool rx_first_seen;
+	bool rx_first_seen;           /* the gate needs a look only at the first segment */
 	struct sr_recv_wqe *rx_rwqe;  /* receive being filled by the current Send message */
 	struct sr_iw_buf rx_rbuf;
 	uint8_t *rx_dst;              /* placement base of the current segment */
@@ -168,6 +197,9 @@ struct sr_iw_conn {
 void sr_iw_tx_progress(struct sr_iw_conn *c);        /* takes tx_lock */
 void sr_iw_tx_progress_locked(struct sr_iw_conn *c);
 void sr_iw_queue_terminate(struct sr_iw_conn *c, const struct sr_term_info *t);
+/* The peer showed it is ready (first segment in, or the ready timer): let queued FPDUs
+ * go. Engine thread; takes tx_lock. */
+void sr_iw_tx_open_gate(struct sr_iw_conn *c);
 
 /* iwarp_rx.c: handle readable socket; returns 0, or <0 when the stream is over */
 int sr_iw_rx(struct sr_iw_conn *c);
@@ -179,5 +211,7 @@ void sr_iw_fail_stream(struct sr_iw_conn *c);
 void sr_iw_conn_close(struct sr_iw_conn *c, int err);
 /* Arm or disarm interest in writability (tx_lock held). */
 void sr_iw_want_out(struct sr_iw_conn *c, bool on);
+/* Drop the ready timer (receive callback, or close once the receive side is stopped). */
+void sr_iw_ready_timer_stop(struct sr_iw_conn *c);
 
 #endif

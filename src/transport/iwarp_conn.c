@@ -12,6 +12,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "common/sr_log.h"
@@ -43,6 +44,51 @@ void sr_iw_want_out(struct sr_iw_conn *c, bool on)
 		return;
 	c->tx_want_out = on;
 	sr_engine_mod(&c->h, EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0));
+}
+
+void sr_iw_ready_timer_stop(struct sr_iw_conn *c)
+{
+	sr_engine_del(&c->ready_h);
+	if (c->ready_h.fd >= 0) {
+		close(c->ready_h.fd);
+		c->ready_h.fd = -1;
+	}
+}
+
+/* The peer said nothing within the bound after our RTR: send what is queued anyway. */
+static void sr_iw_ready_expired(struct sr_engine_handler *h, uint32_t events)
+{
+	struct sr_iw_conn *c = sr_container_of(h, struct sr_iw_conn, ready_h);
+	uint64_t n;
+
+	(void)events;
+	if (read(h->fd, &n, sizeof(n)) != sizeof(n))
+		return;
+	sr_dbg("qp %u: no sign from the peer after the RTR: sending anyway",
+	       c->qp->ibqp.qp_num);
+	sr_iw_tx_open_gate(c);
+}
+
+/* The timer that bounds the initiator's wait after its RTR. */
+static int sr_iw_ready_timer_start(struct sr_iw_conn *c, unsigned int ms)
+{
+	struct itimerspec its = { .it_value = { .tv_sec = ms / 1000,
+						.tv_nsec = (long)(ms % 1000) * 1000000L } };
+	int err;
+
+	c->ready_h.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (c->ready_h.fd < 0)
+		return -errno;
+	c->ready_h.cb = sr_iw_ready_expired;
+	if (timerfd_settime(c->ready_h.fd, 0, &its, NULL) < 0) {
+		err = -errno;
+		sr_iw_ready_timer_stop(c);
+		return err;
+	}
+	err = sr_engine_add(&c->ready_h, EPOLLIN);
+	if (err)
+		sr_iw_ready_timer_stop(c);
+	return err;
 }
 
 static void sr_iw_release_pending(struct sr_iw_conn *c)
@@ -108,6 +154,7 @@ void sr_iw_conn_close(struct sr_iw_conn *c, int err)
 	disconnecting = c->disconnecting;
 	pthread_mutex_unlock(&c->tx_lock);
 	sr_engine_del(&c->h);
+	sr_iw_ready_timer_stop(c);
 	sr_iw_release_pending(c);
 	/* A plain close: a Terminate we queued must still reach the peer. */
 	pthread_mutex_lock(&sr_iw_fd_lock);
@@ -267,6 +314,7 @@ static const struct sr_xport_ops sr_iw_xops = {
 static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_iwarp_attach_params *p)
 {
 	struct sr_qp *qp = to_sr_qp(ibqp);
+	unsigned int ready_ms = p->ready_ms;
 	struct sr_iw_conn *c;
 	int one = 1, fl, err;
 
@@ -282,23 +330,39 @@ static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_iwarp_attach_params
 	c->cb = p->cb;
 	pthread_mutex_init(&c->tx_lock, NULL);
 	sr_fpdu_rx_init(&c->rx, p->mpa.crc);
+	c->ready_h.fd = -1;
 	/* RFC 6581: with P2P the initiator's RTR is its first FPDU and the responder sends
 	 * nothing before the first FPDU arrives. RFC 5044 asks the same of rev 1 responders. */
-	c->tx_rtr_pending = p->initiator && p->mpa.p2p;
-	c->tx_hold = !p->initiator;
+	if (!p->initiator)
+		c->tx_gate = SR_IW_GATE_PEER_FIRST;
+	else if (p->mpa.p2p)
+		c->tx_gate = SR_IW_GATE_RTR;
+	else
+		c->tx_gate = SR_IW_GATE_OPEN;
 	fl = fcntl(c->fd, F_GETFL);
 	fcntl(c->fd, F_SETFL, fl | O_NONBLOCK);
 	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->h.fd = c->fd;
 	c->h.cb = sr_iw_ready;
+	/* After the RTR the rest waits for the peer, but never longer than this. */
+	if (!ready_ms)
+		ready_ms = p->mpa.rtr == SR_MPA_RTR_READ ? SR_IW_READY_READ_MS :
+							   SR_IW_READY_OTHER_MS;
+	err = c->tx_gate == SR_IW_GATE_RTR ? sr_iw_ready_timer_start(c, ready_ms) : 0;
+	if (err) {
+		sr_iw_conn_free(c);
+		return err;
+	}
 	sr_qp_attach_xport(qp, &sr_iw_xops, c);
 	err = sr_engine_add(&c->h, EPOLLIN | EPOLLRDHUP);
 	if (err) {
 		sr_qp_attach_xport(qp, NULL, NULL);
+		sr_iw_ready_timer_stop(c);
 		sr_iw_conn_free(c);
 		return err;
 	}
-	/* The initiator speaks first: RTR, then whatever the application already posted. */
+	/* The initiator speaks first: its RTR now; what the application already posted once
+	 * the peer is ready. */
 	sr_iw_tx_progress(c);
 	return 0;
 }

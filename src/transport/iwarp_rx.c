@@ -153,13 +153,11 @@ static int sr_iw_on_seg(struct sr_iw_conn *c)
 	struct sr_ddp_seg *s = &c->rx.seg;
 
 	if (!c->rx_first_seen) {
+		/* The initiator spoke first (we are the responder), or the peer answered our
+		 * RTR or sent anything at all: either way it processes FPDUs, we may talk. */
 		c->rx_first_seen = true;
-		if (c->tx_hold) { /* responder: the initiator spoke first, we may talk now */
-			pthread_mutex_lock(&c->tx_lock);
-			c->tx_hold = false;
-			sr_iw_tx_progress_locked(c);
-			pthread_mutex_unlock(&c->tx_lock);
-		}
+		sr_iw_ready_timer_stop(c);
+		sr_iw_tx_open_gate(c);
 	}
 	switch (s->opcode) {
 	case SR_RDMAP_OP_WRITE:

@@ -158,8 +158,8 @@ static void sr_iw_term_locked(struct sr_iw_conn *c, const struct sr_term_info *t
 	if (n <= 0)
 		return;
 	c->term_len = (int)n;
+	/* It overtakes every held FPDU, but never our RTR (sr_iw_next_fpdu). */
 	c->tx_term_pending = true;
-	c->tx_hold = false;
 }
 
 static void sr_iw_wqe_fail(struct sr_iw_conn *c, enum ibv_wc_status st)
@@ -300,19 +300,9 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 	c->fp_bytes = 0;
 	c->fp_iovcnt = 0;
 	c->fp_iovpos = 0;
-	if (c->tx_term_pending) {
-		/* term_buf stays untouched from here on: a Terminate is queued once */
-		c->fp->iov[0].iov_base = c->term_buf;
-		c->fp->iov[0].iov_len = (size_t)c->term_len;
-		c->fp_iovcnt = 1;
-		c->fp_busy = true;
-		c->tx_term_pending = false;
-		c->tx_term_sent = true;
-		c->tx_dead = true; /* a Terminate is the last FPDU of a stream */
-		return true;
-	}
-	if (c->tx_rtr_pending) {
-		c->tx_rtr_pending = false;
+	if (c->tx_gate == SR_IW_GATE_RTR) {
+		/* RFC 6581: the RTR is the first FPDU of the stream, before even a Terminate. */
+		c->tx_gate = SR_IW_GATE_PEER_READY;
 		if (c->mpa.rtr == SR_MPA_RTR_READ) {
 			struct sr_rdmap_rreq rr = { .src_stag = 1 }; /* wire.md §1.3 */
 			struct sr_iw_rreq *q;
@@ -339,6 +329,19 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 		}
 		return true;
 	}
+	if (c->tx_term_pending) {
+		/* term_buf stays untouched from here on: a Terminate is queued once */
+		c->fp->iov[0].iov_base = c->term_buf;
+		c->fp->iov[0].iov_len = (size_t)c->term_len;
+		c->fp_iovcnt = 1;
+		c->fp_busy = true;
+		c->tx_term_pending = false;
+		c->tx_term_sent = true;
+		c->tx_dead = true; /* a Terminate is the last FPDU of a stream */
+		return true;
+	}
+	if (c->tx_gate != SR_IW_GATE_OPEN)
+		return false;
 	if (c->kind == SR_IW_TX_RRESP || c->kind == SR_IW_TX_WQE) {
 		sr_iw_build_data_batch(c);
 		return true;
@@ -401,14 +404,18 @@ void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 		int r;
 
 		if (!c->fp_busy) {
-			/* A responder still waiting for the first FPDU may not send one, but it
-			 * may close: its SQ is flushed anyway once the stream is over. */
-			if (c->tx_hold && c->tx_fin_pending && !c->tx_fin_sent && !c->tx_dead) {
+			/*
+			 * A responder still waiting for the first FPDU may not send one, but it
+			 * may close: its SQ is flushed anyway once the stream is over. (An
+			 * initiator waiting for its peer to get ready sends its queue first: the
+			 * wait is bounded.)
+			 */
+			if (c->tx_gate == SR_IW_GATE_PEER_FIRST && c->tx_fin_pending &&
+			    !c->tx_fin_sent && !c->tx_dead) {
 				c->tx_fin_sent = true;
 				shutdown(c->fd, SHUT_WR);
 			}
-			if (c->tx_dead || c->tx_hold || !sr_iw_batch_get(c) ||
-			    !sr_iw_next_fpdu(c)) {
+			if (c->tx_dead || !sr_iw_batch_get(c) || !sr_iw_next_fpdu(c)) {
 				/* nothing (more) for the socket: an idle connection holds no batch */
 				free(c->fp);
 				c->fp = NULL;
@@ -447,6 +454,17 @@ void sr_iw_tx_progress(struct sr_iw_conn *c)
 {
 	pthread_mutex_lock(&c->tx_lock);
 	sr_iw_tx_progress_locked(c);
+	pthread_mutex_unlock(&c->tx_lock);
+}
+
+void sr_iw_tx_open_gate(struct sr_iw_conn *c)
+{
+	pthread_mutex_lock(&c->tx_lock);
+	if (c->tx_gate == SR_IW_GATE_PEER_READY || c->tx_gate == SR_IW_GATE_PEER_FIRST) {
+		sr_dbg("qp %u: peer ready, sending", c->qp->ibqp.qp_num);
+		c->tx_gate = SR_IW_GATE_OPEN;
+		sr_iw_tx_progress_locked(c);
+	}
 	pthread_mutex_unlock(&c->tx_lock);
 }
 

@@ -34,6 +34,10 @@ struct sr_iwarp_attach_params {
 	bool initiator;               /* we sent the MPA Request */
 	struct sr_mpa_conn mpa;       /* negotiated CRC, RTR, IRD/ORD */
 	struct sr_conn_cb cb;
+	/* Initiator with P2P: longest wait after the RTR for the peer to show it is ready
+	 * before sending anyway; 0 = the transport's default for the RTR form (what the CM
+	 * uses; tests choose their own). */
+	unsigned int ready_ms;
 };
 
 #endif

@@ -5,6 +5,8 @@
  * 77 = skip. serve/dial run the two halves of a connection in separate processes.
  */
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <sys/socket.h>
@@ -479,6 +481,18 @@ static int raw_connect(int port)
 	return fd;
 }
 
+/* An id connecting (no private data) to the raw listener lfd; *fd: the accepted end. */
+static int raw_dial(struct rdma_event_channel *ch, int lfd, int port, struct rdma_cm_id **c,
+		    int *fd)
+{
+	if (resolve(ch, port, c))
+		return 1;
+	CT_CHECK(rdma_connect(*c, &(struct rdma_conn_param){ 0 }) == 0);
+	*fd = accept(lfd, NULL, NULL);
+	CT_CHECK(*fd >= 0);
+	return 0;
+}
+
 /* mode 0: never answer; 1: answer garbage; 2: close; 3: valid Reply + trailing byte */
 static int raw_server_case(int mode, enum rdma_cm_event_type want, int status, int ms)
 {
@@ -491,11 +505,8 @@ static int raw_server_case(int mode, enum rdma_cm_event_type want, int status, i
 
 	lfd = raw_listener(&port);
 	CT_CHECK(lfd >= 0);
-	if (resolve(ch, port, &c))
+	if (raw_dial(ch, lfd, port, &c, &fd))
 		return 1;
-	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == 0);
-	fd = accept(lfd, NULL, NULL);
-	CT_CHECK(fd >= 0);
 	CT_CHECK(recv(fd, buf, 20, MSG_WAITALL) == 20 && memcmp(buf, "MPA ID Req Frame", 16) == 0);
 	if (mode == 1)
 		CT_CHECK(send(fd, "MPA ID Rex Frame\x40\x01\x00\x00", 20, 0) == 20);
@@ -528,6 +539,76 @@ static int t_bad_reply(void)
 static int t_timeout(void)
 {
 	return raw_server_case(0, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, 15000);
+}
+
+/*
+ * After our FIN the peer still talks, then closes: once its socket is closed, did it get a
+ * reset? Waits for the state, not for a time.
+ */
+static bool reset_after_fin(int fd)
+{
+	struct tcp_info ti = { 0 };
+	socklen_t len;
+	int err = 0;
+
+	if (send(fd, "late bytes after the FIN", 24, MSG_NOSIGNAL) != 24)
+		return true;
+	shutdown(fd, SHUT_WR);
+	for (int i = 0; i < 20000; i++) {
+		len = sizeof(ti);
+		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) || ti.tcpi_state == TCP_CLOSE)
+			break;
+		usleep(500);
+	}
+	len = sizeof(err);
+	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+	return ti.tcpi_state != TCP_CLOSE || err != 0;
+}
+
+/*
+ * An initiator that gives up after its P2P Request ends the connection with a FIN and
+ * nothing before it (no Terminate), never a reset, even with the peer's bytes unread or
+ * still arriving: Linux siw's CM cannot recover from a reset there. Cases: a Reply with a
+ * stray byte behind it (refused: CONNECT_ERROR), half a Reply and the id destroyed.
+ */
+static int t_no_reset(void)
+{
+	static const uint8_t rep[] = "MPA ID Rep Frame\x50\x02\x00\x04\x80\x01\x40\x01Z";
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *c;
+	uint8_t buf[64];
+	int lfd, fd, port;
+
+	lfd = raw_listener(&port);
+	CT_CHECK(lfd >= 0);
+	for (int mode = 0; mode < 2; mode++) {
+		if (raw_dial(ch, lfd, port, &c, &fd))
+			return 1;
+		CT_CHECK(recv(fd, buf, 24, MSG_WAITALL) == 24 &&
+			 memcmp(buf, "MPA ID Req Frame", 16) == 0);
+		CT_CHECK(buf[20] & 0x80); /* a P2P Request */
+		if (mode == 0) {
+			CT_CHECK(send(fd, rep, 25, 0) == 25);
+			ev = ct_expect(ch, RDMA_CM_EVENT_CONNECT_ERROR, 3000);
+			CT_CHECK(ev && ev->status == -EPROTO);
+			rdma_ack_cm_event(ev);
+		} else {
+			CT_CHECK(send(fd, rep, 10, 0) == 10);
+			CT_CHECK(quiet(ch, 100) == 0);
+		}
+		if (mode == 1)
+			rdma_destroy_id(c);
+		/* our FIN, with nothing before it */
+		CT_CHECK(recv(fd, buf, 1, 0) == 0);
+		CT_CHECK(!reset_after_fin(fd));
+		close(fd);
+		if (mode == 0)
+			rdma_destroy_id(c);
+	}
+	close(lfd);
+	rdma_destroy_event_channel(ch);
+	return 0;
 }
 
 /* The CM closed fd: EOF, or a reset when it left our bytes unread. */
@@ -638,16 +719,35 @@ static int t_wire_v1(void)
 }
 
 /*
+ * The RTR bits a Request carries for SOFTRDMA_MPA_RTR: the IRD word's high byte (P2P, Send)
+ * and the ORD word's (Write, Read). Unset or not a list of forms: the Read alone.
+ */
+static void rtr_offer_bits(uint8_t *ird_hi, uint8_t *ord_hi)
+{
+	const char *v = getenv("SOFTRDMA_MPA_RTR");
+	bool all = v && strcmp(v, "all") == 0;
+	bool rd = all || (v && strstr(v, "read")), wr = all || (v && strstr(v, "write"));
+	bool sd = all || (v && strstr(v, "send"));
+
+	if (!rd && !wr && !sd)
+		rd = true;
+	*ird_hi = (uint8_t)(0x80 | (sd ? 0x40 : 0));
+	*ord_hi = (uint8_t)((wr ? 0x80 : 0) | (rd ? 0x40 : 0));
+}
+
+/*
  * What our initiator puts on the wire, checked byte by byte (wire.md 1.1/1.3), and how a
  * hand-written rev 2 Reply's IRD/ORD come back in CONNECT_RESPONSE. Follows
- * SOFTRDMA_MPA_REV / SOFTRDMA_MPA_CRC from the environment.
+ * SOFTRDMA_MPA_REV / SOFTRDMA_MPA_CRC / SOFTRDMA_MPA_RTR from the environment; the Reply
+ * picks Read, else Write, else Send among the forms offered.
  */
 static int t_wire_request(void)
 {
-	static const uint8_t rep_v2[] = "MPA ID Rep Frame\x50\x02\x00\x04\x80\x02\x80\x01";
+	uint8_t rep_v2[] = "MPA ID Rep Frame\x50\x02\x00\x04\x80\x02\x40\x01";
 	static const uint8_t rep_v1[] = "MPA ID Rep Frame\x40\x01\x00\x00";
 	const char *rev_env = getenv("SOFTRDMA_MPA_REV"), *crc_env = getenv("SOFTRDMA_MPA_CRC");
 	bool v1 = rev_env && atoi(rev_env) == 1, crc = !crc_env || atoi(crc_env) != 0;
+	uint8_t ird_hi, ord_hi;
 	struct rdma_conn_param p = { .private_data = "abc", .private_data_len = 4,
 				     .responder_resources = 3, .initiator_depth = 5 };
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -670,12 +770,17 @@ static int t_wire_request(void)
 		CT_CHECK(req[18] == 0 && req[19] == 4);
 		CT_CHECK(recv(fd, req + 20, 4, MSG_WAITALL) == 4 && memcmp(req + 20, "abc", 4) == 0);
 	} else {
-		/* C as configured, enhanced; IRD 3 with P2P, ORD 5 offering Write and Read RTRs */
+		/* C as configured, enhanced; IRD 3 with P2P, ORD 5, the RTR forms configured */
+		rtr_offer_bits(&ird_hi, &ord_hi);
 		CT_CHECK(req[16] == (crc ? 0x50 : 0x10) && req[17] == 2);
 		CT_CHECK(req[18] == 0 && req[19] == 8);
 		CT_CHECK(recv(fd, req + 20, 8, MSG_WAITALL) == 8);
-		CT_CHECK(req[20] == 0x80 && req[21] == 3 && req[22] == 0xc0 && req[23] == 5);
+		CT_CHECK(req[20] == ird_hi && req[21] == 3 && req[22] == ord_hi && req[23] == 5);
 		CT_CHECK(memcmp(req + 24, "abc", 4) == 0);
+		if (!(ord_hi & 0x40)) { /* no Read offered: answer with Write, else Send */
+			rep_v2[22] = ord_hi & 0x80 ? 0x80 : 0x00;
+			rep_v2[20] = ord_hi & 0x80 ? 0x80 : 0xc0;
+		}
 	}
 	/* the initiator sends nothing more before the Reply */
 	CT_CHECK(recv(fd, &b, 1, MSG_DONTWAIT) == -1 && errno == EAGAIN);
@@ -963,6 +1068,7 @@ static const struct {
 	{ "request_timeout", t_request_timeout },
 	{ "wire_v1", t_wire_v1 },
 	{ "wire_request", t_wire_request },
+	{ "no_reset", t_no_reset },
 	{ "errors", t_errors },
 	{ "migrate", t_migrate },
 	{ "devices", t_devices },

@@ -85,7 +85,8 @@ run_case() {
 	local out step
 	if [ "$crc" -eq 1 ]; then crc_check=wire_check_crc_on; else crc_check=wire_check_crc_off; fi
 	for step in wire_check_handshake wire_check_fpdus \
-		"wire_check_opcodes Send ReadRequest ReadResponse Write" wire_check_clean "$crc_check"; do
+		"wire_check_opcodes Send ReadRequest ReadResponse Write" wire_check_clean "$crc_check" \
+		wire_check_rtr_hold; do
 		# shellcheck disable=SC2086 # step carries its arguments
 		set -- $step
 		out=$("$1" "$file" "${@:2}") || {

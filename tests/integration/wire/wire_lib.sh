@@ -131,18 +131,21 @@ wire_fpdu_count() {
 	wire_awk "$1" '{ n += split($6, a, " ") } END { print n + 0 }'
 }
 
+# awk: hex("0x1f") or hex("1f") is 31 (tshark prints integer fields in hex).
+WIRE_AWK_HEX='
+	function hex(s,   v, i, c) {
+		v = 0; sub(/^0x/, "", s)
+		for (i = 1; i <= length(s); i++) {
+			c = index("0123456789abcdef", tolower(substr(s, i, 1)))
+			v = v * 16 + c - 1
+		}
+		return v
+	}'
+
 # Number of frames holding at least one RDMAP message with opcode <n> (tshark prints 0x03).
 wire_opcode_frames() {
 	wire_decode "$1"
-	awk -F'|' -v "op=$2" '
-		function hex(s,   v, i, c) {
-			v = 0; sub(/^0x/, "", s)
-			for (i = 1; i <= length(s); i++) {
-				c = index("0123456789abcdef", tolower(substr(s, i, 1)))
-				v = v * 16 + c - 1
-			}
-			return v
-		}
+	awk -F'|' -v "op=$2" "$WIRE_AWK_HEX"'
 		{ k = split($8, a, " "); for (i = 1; i <= k; i++)
 			if (hex(a[i]) == op) { n++; break } }
 		END { print n + 0 }' "$1.fields"
@@ -267,4 +270,58 @@ wire_check_crc_off() {
 	nonzero=$(wire_awk "$f" '{ k = split($11, a, " "); for (i = 1; i <= k; i++)
 		if (a[i] != "0x00000000") n++ } END { print n + 0 }')
 	echo "ok: crc_flag 0 in Request and Reply; $n FPDUs unchecked ($nonzero with a non-zero CRC slot)"
+}
+
+# wire_check_rtr_hold <file>: the initiator's P2P Request offers only the zero-length Read
+# RTR, its first FPDU is that RTR alone, and its next FPDU goes out only after the responder's
+# zero-length Read Response, or (the peer not answering) no sooner than the 200 ms fallback.
+wire_check_rtr_hold() {
+	local f=$1
+	wire_tshark "$f" -T fields -E occurrence=a -E aggregator=' ' -E separator='|' \
+		-e frame.number -e frame.time_relative -e tcp.srcport -e iwarp_mpa.key.req \
+		-e iwarp_mpa.privatedata -e iwarp_rdma.opcode -e iwarp_mpa.ulpdulength \
+		>"$f.rtr" || { echo "tshark could not read $f"; return 1; }
+	awk -F'|' "$WIRE_AWK_HEX"'
+		$4 != "" && ini == "" {
+			ini = $3; pd = $5; gsub(/:/, "", pd)
+			ird = hex(substr(pd, 1, 4)); ord = hex(substr(pd, 5, 4))
+			if (int(ird / 32768) % 2 != 1) { print "the MPA Request does not ask for P2P"; bad = 1; exit }
+			if (int(ird / 16384) % 2 || int(ord / 32768) % 2 || int(ord / 16384) % 2 != 1) {
+				printf "the MPA Request offers RTR forms other than Read alone (IRD word 0x%04x, ORD word 0x%04x)\n", ird, ord
+				bad = 1; exit
+			}
+			next
+		}
+		ini == "" || $6 == "" { next }
+		$3 == ini && rtr == "" {
+			rtr = $1; trtr = $2
+			if ($6 != "0x01" || $7 != "46") {
+				printf "the first FPDU (frame %s) is opcode %s, ULPDU %s bytes: not a zero-length Read RTR alone\n", $1, $6, $7
+				bad = 1; exit
+			}
+			next
+		}
+		$3 != ini && resp == "" && rtr != "" {
+			k = split($6, op, " "); split($7, ul, " ")
+			for (i = 1; i <= k; i++)
+				if (op[i] == "0x02" && ul[i] == "14") { resp = $1; tresp = $2 }
+			next
+		}
+		$3 == ini && rtr != "" { nxt = $1; tnxt = $2; exit }
+		END {
+			if (bad) exit 1
+			if (rtr == "") { print "no RTR from the initiator"; exit 1 }
+			if (nxt == "") { print "nothing followed the RTR"; exit 1 }
+			gap = (tnxt - trtr) * 1000
+			if (resp != "") {
+				printf "ok: Request offers the Read RTR alone; RTR (frame %s) answered (frame %s) before the next FPDU (frame %s, %.1f ms after the RTR)\n", rtr, resp, nxt, gap
+				exit 0
+			}
+			if (gap >= 190) {
+				printf "ok: Request offers the Read RTR alone; no answer, next FPDU (frame %s) after the fallback, %.1f ms after the RTR\n", nxt, gap
+				exit 0
+			}
+			printf "the initiator sent frame %s %.1f ms after its RTR (frame %s) without waiting for a Read Response\n", nxt, gap, rtr
+			exit 1
+		}' "$f.rtr"
 }

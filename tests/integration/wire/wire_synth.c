@@ -8,6 +8,10 @@
  *     -b     corrupt the CRC of one FPDU (the initiator's Send)
  *     -m     add one malformed FPDU: a Read Request whose ULPDU is too short for its header
  *     -r     raw: leave out the MPA Request/Reply (tshark must then decode nothing as iWARP)
+ *     -t held    peer-to-peer, the Request offering only the Read RTR: the initiator's first
+ *                FPDU is a zero-length Read Request, and the conversation goes on only after
+ *                the responder's zero-length Read Response
+ *     -t unheld  the same RTR, but the conversation follows it at once (no Read Response)
  *
  * Everything is built here from wire.md's tables (MPA rev 2 with the enhanced block, DDP,
  * RDMAP, CRC-32C stored least-significant byte first) and shares no code with src/iwarp, so
@@ -170,17 +174,20 @@ static size_t untagged(struct buf *b, int op, int last, uint32_t qn, uint32_t ms
 	return fpdu(b, u, 18 + plen, corrupt);
 }
 
+/* 0: no P2P; 1: P2P with a Read RTR, held; 2: the same, not held. */
+static int rtr_mode;
+
 static void mpa_frame(int fd, int reply)
 {
-	/* rev 2, enhanced, IRD 1 + P2P off, ORD 1, then 8 bytes of ULP private data. */
+	/* rev 2, enhanced, IRD 1 (+ P2P), ORD 1 (+ Read RTR), then 8 bytes of ULP private data */
 	uint8_t f[20 + 12];
 
 	memcpy(f, reply ? "MPA ID Rep Frame" : "MPA ID Req Frame", 16);
 	f[16] = (use_crc ? 0x40 : 0) | 0x10;
 	f[17] = 2;
 	put16(f + 18, 12);
-	put16(f + 20, 1);
-	put16(f + 22, 1);
+	put16(f + 20, rtr_mode ? 0x8001 : 1);
+	put16(f + 22, rtr_mode ? 0x4001 : 1);
 	memcpy(f + 24, reply ? "srsynthR" : "srsynthQ", 8);
 	send_all(fd, f, sizeof(f));
 }
@@ -190,7 +197,7 @@ int main(int argc, char **argv)
 	const char *addr = "127.0.0.1";
 	int port = 0, corrupt = 0, malformed = 0, raw = 0, opt;
 
-	while ((opt = getopt(argc, argv, "a:p:c:bmr")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:c:bmrt:")) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'p': port = atoi(optarg); break;
@@ -198,8 +205,10 @@ int main(int argc, char **argv)
 		case 'b': corrupt = 1; break;
 		case 'm': malformed = 1; break;
 		case 'r': raw = 1; break;
+		case 't': rtr_mode = strcmp(optarg, "held") == 0 ? 1 : 2; break;
 		default:
-			fprintf(stderr, "usage: %s -p port [-a addr] [-c 0|1] [-b] [-m] [-r]\n", argv[0]);
+			fprintf(stderr, "usage: %s -p port [-a addr] [-c 0|1] [-b] [-m] [-r] "
+				"[-t held|unheld]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -255,6 +264,22 @@ int main(int argc, char **argv)
 	const uint32_t r_stag = 0x00ab1200, i_stag = 0x00cd3400;
 	const uint64_t r_to = 0x7f1234560000ull, i_to = 0x7f6543210000ull;
 
+	uint8_t rr[28];
+
+	if (rtr_mode) {
+		/* I->R: the Read RTR (zero-length Read Request, source STag 1), MSN 1 */
+		memset(rr, 0, sizeof(rr));
+		put32(rr + 16, 1);
+		b->n = 0;
+		untagged(b, 1, 1, 1, 1, 0, rr, sizeof(rr), 0);
+		send_all(ifd, b->d, b->n);
+		if (rtr_mode == 1) {
+			/* R->I: its zero-length Read Response (sink STag 0) */
+			b->n = 0;
+			tagged(b, 2, 1, 0, 0, rr, 0);
+			send_all(rfd, b->d, b->n);
+		}
+	}
 	/* I->R: Write 64 B. */
 	b->n = 0;
 	tagged(b, 0, 1, r_stag, r_to, pl, 64);
@@ -269,8 +294,6 @@ int main(int argc, char **argv)
 	untagged(b, 3, 1, 0, 1, 0, pl, 64, corrupt);
 	send_all(ifd, b->d, b->n);
 	/* I->R: Read Request for 64 B: sink = initiator's buffer, source = responder's. */
-	uint8_t rr[28];
-
 	put32(rr, i_stag);
 	put64(rr + 4, i_to);
 	put32(rr + 12, 64);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The checker checked: wire_lib.sh's tshark assertions accept a hand-built, correct iWARP
 # conversation (wire_synth, CRC on and off) and reject a bad CRC, a malformed FPDU, a missing
-# RDMAP message and a TCP stream without the MPA handshake. No softrdma code is involved.
+# RDMAP message, a TCP stream without the MPA handshake and FPDUs right behind a Read RTR. No softrdma code is involved.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/wire_lib.sh"
 
@@ -75,6 +75,17 @@ mal=$WIRE_TMP/malformed.pcapng
 expect_ok malformed wire_check_handshake "$mal"
 expect_ok malformed wire_check_crc_on "$mal" # its CRC is right
 expect_fail malformed wire_check_clean "$mal"
+
+echo "== the Read RTR, then a wait for its Read Response"
+capture rtr_held -c 1 -t held
+held=$WIRE_TMP/rtr_held.pcapng
+expect_ok rtr_held wire_check_rtr_hold "$held"
+expect_ok rtr_held wire_check_clean "$held"
+expect_fail good_crc wire_check_rtr_hold "$good" # no P2P at all
+
+echo "== the Read RTR with the conversation right behind it"
+capture rtr_unheld -c 1 -t unheld
+expect_fail rtr_unheld wire_check_rtr_hold "$WIRE_TMP/rtr_unheld.pcapng"
 
 echo "== FPDUs without the MPA handshake"
 capture raw -c 1 -r

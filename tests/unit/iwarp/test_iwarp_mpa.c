@@ -426,6 +426,8 @@ static void test_check_reply(void **state)
 	struct sr_mpa_conn c;
 	struct sr_term_cause tc;
 
+	/* Offering Write as well, so that the checks below can pick either. */
+	loc.rtr = SR_MPA_RTR_WRITE | SR_MPA_RTR_READ;
 	sr_mpa_request_params(&loc, &req);
 	assert_int_equal(req.rev, 2);
 	assert_true(req.enhanced);
@@ -516,6 +518,64 @@ static void test_check_reply(void **state)
 			 SR_IW_ERR_MPA_INVALID_RR);
 }
 
+/*
+ * What an initiator offers: by default only the zero-length Read (siw picks Write whenever
+ * it is offered, and only a Read is answered); named forms pass through unchanged.
+ */
+static void test_rtr_offer(void **state)
+{
+	struct sr_mpa_local loc = { .ird = 4, .ord = 0, .p2p = true };
+	struct sr_mpa_local rsp = { .ird = 4, .ord = 4 };
+	struct sr_mpa_params req, req_rx, rep;
+	struct sr_mpa_conn c;
+	uint8_t f[SR_MPA_FRAME_MAX];
+	size_t fl;
+
+	sr_mpa_request_params(&loc, &req);
+	assert_int_equal(req.rtr, SR_MPA_RTR_READ);
+	assert_int_equal(req.ord, 1); /* the Read RTR takes an ORD slot */
+	/* on the wire: P2P in the IRD word, only the Read bit in the ORD word */
+	roundtrip(&req, NULL, 0, &req_rx, f, &fl);
+	assert_int_equal(f[20], 0x80);
+	assert_int_equal(f[22], 0x40);
+	assert_int_equal(req_rx.rtr, SR_MPA_RTR_READ);
+	/* a responder taking every form answers with the Read */
+	assert_int_equal(sr_mpa_respond(&req_rx, &rsp, &rep, &c), 0);
+	assert_int_equal(rep.rtr, SR_MPA_RTR_READ);
+	/* one that cannot take a Read refuses cleanly: a rejecting Reply, Terminate 0x07 */
+	rsp.rtr = SR_MPA_RTR_WRITE | SR_MPA_RTR_SEND;
+	assert_int_equal(sr_mpa_respond(&req_rx, &rsp, &rep, &c), SR_MPA_ENORTR);
+	assert_true(rep.reject);
+
+	for (uint8_t off = 1; off <= SR_MPA_RTR_ALL; off++) {
+		loc.rtr = off;
+		sr_mpa_request_params(&loc, &req);
+		assert_int_equal(req.rtr, off);
+		assert_int_equal(req.ord, off & SR_MPA_RTR_READ ? 1 : 0);
+	}
+}
+
+static void test_rtr_parse(void **state)
+{
+	assert_int_equal(sr_mpa_rtr_parse("read"), SR_MPA_RTR_READ);
+	assert_int_equal(sr_mpa_rtr_parse("write"), SR_MPA_RTR_WRITE);
+	assert_int_equal(sr_mpa_rtr_parse("send"), SR_MPA_RTR_SEND);
+	assert_int_equal(sr_mpa_rtr_parse("all"), SR_MPA_RTR_ALL);
+	assert_int_equal(sr_mpa_rtr_parse("Read, WRITE"), SR_MPA_RTR_READ | SR_MPA_RTR_WRITE);
+	assert_int_equal(sr_mpa_rtr_parse(" write,send "), SR_MPA_RTR_WRITE | SR_MPA_RTR_SEND);
+	assert_int_equal(sr_mpa_rtr_parse("read,read"), SR_MPA_RTR_READ);
+	assert_int_equal(sr_mpa_rtr_parse(""), -EINVAL);
+	assert_int_equal(sr_mpa_rtr_parse(" "), -EINVAL);
+	assert_int_equal(sr_mpa_rtr_parse(NULL), -EINVAL);
+	assert_int_equal(sr_mpa_rtr_parse("reads"), -EINVAL);
+	assert_int_equal(sr_mpa_rtr_parse("rea"), -EINVAL);
+	assert_int_equal(sr_mpa_rtr_parse("read,"), -EINVAL);
+	assert_int_equal(sr_mpa_rtr_parse(",read"), -EINVAL);
+	assert_int_equal(sr_mpa_rtr_parse("read write"), -EINVAL);
+	assert_int_equal(sr_mpa_rtr_parse("read;write"), -EINVAL);
+	assert_int_equal(sr_mpa_rtr_parse("0x4"), -EINVAL);
+}
+
 /* Both roles end to end through the frame codec. */
 static void test_handshake(void **state)
 {
@@ -587,6 +647,8 @@ int main(void)
 		cmocka_unit_test(test_respond_rtr_choice),
 		cmocka_unit_test(test_respond_ird_ord),
 		cmocka_unit_test(test_check_reply),
+		cmocka_unit_test(test_rtr_offer),
+		cmocka_unit_test(test_rtr_parse),
 		cmocka_unit_test(test_handshake),
 		cmocka_unit_test(test_mulpdu),
 	};
