@@ -129,6 +129,11 @@ sr_server_client() {
 	sr_wait_listen "$port" "${SR_SRV[@]}"
 	sr_run_on "${SR_CLI[@]}" -- "$@" >"$SR_CLOG" 2>&1
 	SR_CRC=$?
+	# a client that failed with the pattern in SR_SERVER_KILL_ON leaves no server to wait for
+	if [ "$SR_CRC" -ne 0 ] && [ -n "${SR_SERVER_KILL_ON:-}" ] &&
+		grep -q "$SR_SERVER_KILL_ON" "$SR_CLOG"; then
+		kill "$spid" 2>/dev/null
+	fi
 	wait "$spid"
 	SR_SRC=$?
 	echo "--- server (exit $SR_SRC)"; tail -n "${SR_TAIL:-5}" "$SR_SLOG"
