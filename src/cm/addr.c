@@ -12,7 +12,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/ip.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -87,22 +86,6 @@ static int sr_cm_port_conflict(const struct sr_cm_id *id, const struct sockaddr 
 	return 0;
 }
 
-static void sr_cm_apply_tos(int fd, int family, int tos)
-{
-	if (tos < 0)
-		return;
-	if (family == AF_INET)
-		setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
-	else
-		setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
-}
-
-void sr_cm_set_tos(struct sr_cm_id *id)
-{
-	if (id->fd >= 0)
-		sr_cm_apply_tos(id->fd, id->id.route.addr.src_addr.sa_family, id->tos);
-}
-
 int sr_cm_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr, bool explicit)
 {
 	struct sockaddr_storage got;
@@ -129,7 +112,7 @@ int sr_cm_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr, bool exp
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &id->afonly, sizeof(id->afonly));
 	/* a restarted server must not be locked out by its old TIME_WAIT connections */
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	sr_cm_apply_tos(fd, addr->sa_family, id->tos);
+	sr_cm_apply_sockopts(id, fd);
 	if (bind(fd, addr, alen) < 0 || getsockname(fd, (struct sockaddr *)&got, &len) < 0) {
 		err = -errno;
 		close(fd);

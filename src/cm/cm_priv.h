@@ -200,6 +200,7 @@ struct sr_cm_id {
 	bool reuseaddr;
 	int afonly;                  /* -1: system default */
 	int tos;                     /* -1: not set */
+	int user_timeout_ms;         /* TCP_USER_TIMEOUT from ACK_TIMEOUT; -1: not set */
 	struct sr_cm_dev *dev;       /* device the id is bound to, NULL until known */
 
 	/* listener */
@@ -373,8 +374,8 @@ void sr_cm_passive_timeout(struct sr_cm_conn *c);
 void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events);
 void sr_cm_active_timeout(struct sr_cm_conn *c);
 
-/* addr.c: apply id->tos to its socket (lock held) */
-void sr_cm_set_tos(struct sr_cm_id *id);
+/* options.c: apply the id's TOS and ACK timeout to a socket of its (lock held) */
+void sr_cm_apply_sockopts(const struct sr_cm_id *id, int fd);
 
 /* ------------------------------------------------------------- lists -- */
 
