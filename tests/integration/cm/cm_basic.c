@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cm_test.h"
@@ -377,6 +378,7 @@ static int raw_server_case(int mode, enum rdma_cm_event_type want, int status, i
 	struct rdma_cm_id *c;
 	uint8_t buf[64];
 	int lfd, fd, port;
+	time_t t0;
 
 	lfd = raw_listener(&port);
 	CT_CHECK(lfd >= 0);
@@ -392,8 +394,12 @@ static int raw_server_case(int mode, enum rdma_cm_event_type want, int status, i
 		close(fd);
 	else if (mode == 3)
 		CT_CHECK(send(fd, rep_v1, 21, 0) == 21);
+	t0 = time(NULL);
 	ev = ct_expect(ch, want, ms);
 	CT_CHECK(ev);
+	/* a silent responder is given the documented 10 s (SR_CM_CONNECT_TIMEOUT_MS) */
+	if (mode == 0)
+		CT_CHECK(time(NULL) - t0 >= 9);
 	if (status)
 		CT_CHECK(ev->status == status);
 	else
@@ -739,7 +745,6 @@ static int t_devices(void)
 /* ---- two processes (network namespaces): serve / dial / noroute ---- */
 
 static const char *want_dev;
-static int fixed_port;
 
 static int check_dev(struct rdma_cm_id *id)
 {
@@ -759,7 +764,7 @@ static int t_serve(void)
 	struct rdma_cm_id *l, *s;
 
 	CT_CHECK(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) == 0);
-	CT_CHECK(ct_addr(ip, fixed_port, &ss) == 0);
+	CT_CHECK(ct_addr(ip, ct_port, &ss) == 0);
 	CT_CHECK(rdma_bind_addr(l, (struct sockaddr *)&ss) == 0);
 	if (check_dev(l)) /* a specific address binds its device at once */
 		return 1;
@@ -795,7 +800,7 @@ static int t_dial(void)
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *c;
 
-	if (resolve(ch, fixed_port, &c) || check_dev(c))
+	if (resolve(ch, ct_port, &c) || check_dev(c))
 		return 1;
 	CT_CHECK(rdma_connect(c, &p) == 0);
 	ev = ct_expect(ch, RDMA_CM_EVENT_CONNECT_RESPONSE, 5000);
@@ -855,8 +860,6 @@ static const struct ct_test tests[] = {
 
 int main(int argc, char **argv)
 {
-	if (argc > 3)
-		fixed_port = atoi(argv[3]);
 	if (argc > 4 && argv[4][0])
 		want_dev = argv[4];
 	return ct_main(argc, argv, tests, sizeof(tests) / sizeof(tests[0]));

@@ -4,7 +4,8 @@
  * connection's socket, rdma_notify, rdma_resolve_addr's source rules, several threads and
  * channels fetching events, destroying ids at every stage, rdma_accept without a QP, a
  * failed id's second connect, ECE, RDMA_OPTION_IB_PATH and AF_IB. QP-less ids, both sides
- * in one process. Usage: cm_calls <test> [address]; exit 0 = pass, 77 = skip.
+ * in one process. Usage: cm_calls <test> [address [port [n]]]; exit 0 = pass, 77 = skip.
+ * serve_any and unreachable are halves of cases cm_netns_paths.sh runs across namespaces.
  */
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -17,6 +18,8 @@
 #include <infiniband/sa.h>
 
 #include "cm_test.h"
+
+static int arg_n;
 
 static bool v6(void)
 {
@@ -795,7 +798,88 @@ static int t_ece(void)
 	return 0;
 }
 
+/* ---- two processes (cm_netns_paths.sh) ---- */
+
+/*
+ * A wildcard listener on ct_port taking arg_n connections (QP-less, private data
+ * "ping" / "pong", ended by the peer); prints each request's device and local address,
+ * so the script can tell that interfaces added after rdma_listen are served too.
+ */
+static int t_serve_any(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param ap = { .private_data = "pong", .private_data_len = 5 };
+	struct sockaddr_storage ss;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *s;
+	char addr[INET6_ADDRSTRLEN];
+
+	CT_CHECK(rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) == 0);
+	CT_CHECK(ct_addr(ip, ct_port, &ss) == 0);
+	CT_CHECK(rdma_bind_addr(l, (struct sockaddr *)&ss) == 0);
+	CT_CHECK(l->verbs == NULL); /* wildcard: no device of its own */
+	CT_CHECK(rdma_listen(l, 4) == 0);
+	printf("LISTENING\n");
+	fflush(stdout);
+	for (int i = 0; i < arg_n; i++) {
+		struct sockaddr *la;
+
+		ev = ct_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 30000);
+		CT_CHECK(ev && ev->listen_id == l && ev->param.conn.private_data_len == 5 &&
+			 memcmp(ev->param.conn.private_data, "ping", 5) == 0);
+		s = ev->id;
+		rdma_ack_cm_event(ev);
+		CT_CHECK(s->verbs != NULL);
+		la = rdma_get_local_addr(s);
+		inet_ntop(la->sa_family, la->sa_family == AF_INET ?
+				  (void *)&((struct sockaddr_in *)la)->sin_addr :
+				  (void *)&((struct sockaddr_in6 *)la)->sin6_addr,
+			  addr, sizeof(addr));
+		printf("REQUEST %s %s\n", ibv_get_device_name(s->verbs->device), addr);
+		fflush(stdout);
+		CT_CHECK(rdma_accept(s, &ap) == 0);
+		ev = ct_expect(ch, RDMA_CM_EVENT_ESTABLISHED, 5000);
+		CT_CHECK(ev && ev->id == s);
+		rdma_ack_cm_event(ev);
+		ev = ct_expect(ch, RDMA_CM_EVENT_DISCONNECTED, 10000);
+		CT_CHECK(ev && ev->id == s);
+		rdma_ack_cm_event(ev);
+		CT_CHECK(rdma_disconnect(s) == 0);
+		rdma_destroy_id(s);
+	}
+	CT_CHECK(quiet(ch, 100) == 0);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/* Connect to ip:ct_port, which never answers: UNREACHABLE with status -arg_n. */
+static int t_unreachable(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *c;
+	long t0;
+
+	if (resolve(ch, ct_port, &c))
+		return 1;
+	t0 = now_ms();
+	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == 0);
+	ev = ct_expect(ch, RDMA_CM_EVENT_UNREACHABLE, 30000);
+	CT_CHECK(ev && ev->id == c);
+	printf("UNREACHABLE status %d after %ld ms\n", ev->status, now_ms() - t0);
+	CT_CHECK(ev->status == -arg_n && ev->param.conn.private_data_len == 0);
+	rdma_ack_cm_event(ev);
+	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == -1 && errno == EINVAL);
+	CT_CHECK(quiet(ch, 100) == 0);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
 static const struct ct_test tests[] = {
+	{ "serve_any", t_serve_any },
+	{ "unreachable", t_unreachable },
 	{ "option_errors", t_option_errors },
 	{ "option_socket", t_option_socket },
 	{ "ib_path", t_ib_path },
@@ -814,5 +898,7 @@ static const struct ct_test tests[] = {
 
 int main(int argc, char **argv)
 {
+	if (argc > 4)
+		arg_n = atoi(argv[4]);
 	return ct_main(argc, argv, tests, sizeof(tests) / sizeof(tests[0]));
 }

@@ -8,6 +8,7 @@
 #include "cm_test.h"
 
 const char *ip = "127.0.0.1";
+int ct_port;
 
 int quiet(struct rdma_event_channel *ch, int ms)
 {
@@ -167,11 +168,13 @@ int ct_main(int argc, char **argv, const struct ct_test *tests, size_t n)
 	int fd;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s <test> [address [port [device]]]\n", argv[0]);
+		fprintf(stderr, "usage: %s <test> [address [port [...]]]\n", argv[0]);
 		return 2;
 	}
 	if (argc > 2)
 		ip = argv[2];
+	if (argc > 3)
+		ct_port = atoi(argv[3]);
 	if (strcmp(ip, "::1") == 0) {
 		/* skip where IPv6 is off */
 		fd = socket(AF_INET6, SOCK_STREAM, 0);

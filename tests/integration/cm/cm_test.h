@@ -88,6 +88,8 @@ static inline int ct_addr(const char *ip, int port, struct sockaddr_storage *ss)
 
 /* The address every test uses (argv[2] of the programs). */
 extern const char *ip;
+/* The port argument (argv[3]) of the two-process cases, 0 without one. */
+extern int ct_port;
 
 /* 0 when no event arrives on ch within ms; else prints it and returns 1. */
 int quiet(struct rdma_event_channel *ch, int ms);
@@ -105,7 +107,7 @@ struct ct_test {
 	const char *name;
 	int (*fn)(void);
 };
-/* argv: <test> [address ...]: sets ip, skips (77) where ::1 is unusable, runs the test. */
+/* argv: <test> [address [port ...]]: sets ip and ct_port, skips (77) where ::1 is unusable, runs the test. */
 int ct_main(int argc, char **argv, const struct ct_test *tests, size_t n);
 /* The process's TCP socket whose ends are the id's local and peer addresses, or -1. */
 int ct_conn_fd(struct rdma_cm_id *id);
