@@ -2,9 +2,9 @@
 /*
  * Each rdma_cm call's documented outcomes that cm_basic does not cover: options on the
  * connection's socket, rdma_notify, rdma_resolve_addr's source rules, several threads and
- * channels fetching events, destroying ids at every stage, rdma_accept without a QP, a
- * failed id's second connect, ECE, RDMA_OPTION_IB_PATH and AF_IB. QP-less ids, both sides
- * in one process. Usage: cm_calls <test> [address [port [n]]]; exit 0 = pass, 77 = skip.
+ * channels fetching events, rdma_migrate_id's waits and listeners, destroying ids at every
+ * stage, rdma_accept without a QP, a failed id's second connect, ECE, RDMA_OPTION_IB_PATH
+ * and AF_IB. QP-less ids, both sides in one process. Usage: cm_calls <test> [address [port [n]]]; exit 0 = pass, 77 = skip.
  * serve_any and unreachable are halves of cases cm_netns_paths.sh runs across namespaces.
  */
 #include <netinet/in.h>
@@ -543,6 +543,93 @@ static int t_threads(void)
 	return 0;
 }
 
+/* ---- rdma_migrate_id ---- */
+
+static bool migrated;
+
+static void *migrate_thread(void *arg)
+{
+	struct rdma_cm_id *id = arg;
+
+	if (rdma_migrate_id(id, ((struct rdma_event_channel **)id->context)[1]) == 0)
+		__atomic_store_n(&migrated, true, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/* Waits for the acks of events fetched from the old channel; queued ones move along. */
+static int t_migrate_waits(void)
+{
+	struct rdma_event_channel *ch[2] = { rdma_create_event_channel(),
+					     rdma_create_event_channel() };
+	struct pollfd pfd = { .fd = ch[0]->fd, .events = POLLIN };
+	struct sockaddr_storage dst;
+	struct rdma_cm_event *ev, *ev2;
+	struct rdma_cm_id *id;
+	pthread_t t;
+
+	CT_CHECK(rdma_create_id(ch[0], &id, ch, RDMA_PS_TCP) == 0);
+	ct_addr(ip, 9, &dst);
+	CT_CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) == 0);
+	ev = ct_expect(ch[0], RDMA_CM_EVENT_ADDR_RESOLVED, 2000);
+	CT_CHECK(ev);
+	CT_CHECK(rdma_resolve_route(id, 2000) == 0);
+	CT_CHECK(poll(&pfd, 1, 2000) == 1); /* ROUTE_RESOLVED queued, not fetched */
+	pthread_create(&t, NULL, migrate_thread, id);
+	usleep(200000); /* room for a wrong early return */
+	CT_CHECK(!__atomic_load_n(&migrated, __ATOMIC_SEQ_CST));
+	rdma_ack_cm_event(ev);
+	pthread_join(t, NULL);
+	CT_CHECK(__atomic_load_n(&migrated, __ATOMIC_SEQ_CST) && id->channel == ch[1]);
+	CT_CHECK(quiet(ch[0], 0) == 0);
+	ev2 = ct_expect(ch[1], RDMA_CM_EVENT_ROUTE_RESOLVED, 1000);
+	CT_CHECK(ev2 && ev2->id == id);
+	rdma_ack_cm_event(ev2);
+	CT_CHECK(rdma_migrate_id(NULL, ch[0]) == -1 && errno == EINVAL);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch[0]);
+	rdma_destroy_event_channel(ch[1]);
+	return 0;
+}
+
+/* A migrated listener takes its queued requests along; later ones arrive there too. */
+static int t_migrate_listener(void)
+{
+	struct rdma_event_channel *ch1 = rdma_create_event_channel();
+	struct rdma_event_channel *ch2 = rdma_create_event_channel();
+	struct rdma_event_channel *chc = rdma_create_event_channel();
+	struct pollfd pfd = { .fd = ch1->fd, .events = POLLIN };
+	struct rdma_cm_id *l, *c[2];
+	struct rdma_cm_event *ev;
+	int port;
+
+	CT_CHECK(listener(ch1, &l, &port) == 0);
+	CT_CHECK(resolve(chc, port, &c[0]) == 0 && resolve(chc, port, &c[1]) == 0);
+	CT_CHECK(rdma_connect(c[0], &(struct rdma_conn_param){ 0 }) == 0);
+	CT_CHECK(poll(&pfd, 1, 3000) == 1);
+	CT_CHECK(rdma_migrate_id(l, ch2) == 0);
+	CT_CHECK(quiet(ch1, 0) == 0);
+	CT_CHECK(rdma_connect(c[1], &(struct rdma_conn_param){ 0 }) == 0);
+	for (int i = 0; i < 2; i++) {
+		ev = ct_expect(ch2, RDMA_CM_EVENT_CONNECT_REQUEST, 3000);
+		CT_CHECK(ev && ev->listen_id == l && ev->id->channel == ch2);
+		CT_CHECK(rdma_get_dst_port(ev->id) == rdma_get_src_port(c[i]));
+		CT_CHECK(rdma_reject(ev->id, NULL, 0) == 0);
+		rdma_destroy_id(ev->id);
+		rdma_ack_cm_event(ev);
+		ev = ct_expect(chc, RDMA_CM_EVENT_REJECTED, 3000);
+		CT_CHECK(ev && ev->id == c[i]);
+		rdma_ack_cm_event(ev);
+	}
+	CT_CHECK(quiet(ch1, 100) == 0);
+	rdma_destroy_id(c[0]);
+	rdma_destroy_id(c[1]);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch1);
+	rdma_destroy_event_channel(ch2);
+	rdma_destroy_event_channel(chc);
+	return 0;
+}
+
 /* ---- rdma_destroy_id at each stage ---- */
 
 /* A listener destroyed with requests not yet fetched: every peer is REJECTED. */
@@ -887,6 +974,8 @@ static const struct ct_test tests[] = {
 	{ "notify", t_notify },
 	{ "resolve_src", t_resolve_src },
 	{ "threads", t_threads },
+	{ "migrate_waits", t_migrate_waits },
+	{ "migrate_listener", t_migrate_listener },
 	{ "destroy_listener", t_destroy_listener },
 	{ "destroy_request", t_destroy_request },
 	{ "destroy_resolving", t_destroy_resolving },
