@@ -281,7 +281,10 @@ enum sr_cm_conn_phase {
 
 struct sr_cm_conn {
 	struct sr_engine_handler sock;  /* .fd: the TCP socket */
-	struct sr_engine_handler timer; /* .fd: timerfd */
+	/* Deadline on the CM's one timer (conn.c), under that timer's own mutex. */
+	uint64_t deadline_ns;           /* CLOCK_MONOTONIC */
+	struct sr_list tnode;           /* the timer's list while armed */
+	bool armed;
 	enum sr_cm_conn_phase phase;
 	bool dead;                      /* claimed for teardown */
 	bool shut_wr;                   /* we sent our FIN (QP-less disconnect) */
@@ -296,10 +299,18 @@ struct sr_cm_conn {
 
 /* conn.c: the connection object */
 struct sr_cm_conn *sr_cm_conn_new(int fd);
+/*
+ * (Re)arm c's deadline ms from now; at expiry the engine thread calls the phase's timeout
+ * handler. All connections share one timerfd: a connection costs the process exactly its
+ * socket. Any thread, sr_cm_lock held or not. Returns 0 or a negative errno.
+ */
 int sr_cm_conn_arm_timer(struct sr_cm_conn *c, unsigned int ms);
 /* Claim c (sr_cm_lock held): marks it dead and unlinks it. Returns false if already dead. */
 bool sr_cm_conn_claim(struct sr_cm_conn *c);
-/* Stop the engine watching c and drop its timer (engine thread, or c not registered). */
+/*
+ * Stop the engine watching c and drop its deadline; returns when no callback of c's runs
+ * (except the caller's own, on the engine thread). Lock NOT held unless on the engine thread.
+ */
 void sr_cm_conn_quiesce(struct sr_cm_conn *c);
 /* Tear down a claimed conn (lock NOT held, or on the engine thread). Closes the socket. */
 void sr_cm_conn_destroy(struct sr_cm_conn *c);
