@@ -885,6 +885,57 @@ static int t_ece(void)
 	return 0;
 }
 
+/* ---- the CM's shared timer ---- */
+
+/*
+ * Deadlines of different lengths share one timer: a 5 s Request timeout armed after a 10 s
+ * Reply timeout still fires first, and each fires once, not before its time.
+ */
+static int t_timers(void)
+{
+	struct rdma_event_channel *chs = rdma_create_event_channel();
+	struct rdma_event_channel *chc = rdma_create_event_channel();
+	struct pollfd pfd;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *l, *c;
+	int lfd, afd, pfd_fd, port, lport;
+	long t0, t_drop, t_unreach;
+	uint8_t buf[64];
+
+	lfd = raw_listener(&port); /* answers nothing */
+	CT_CHECK(lfd >= 0);
+	if (resolve(chc, port, &c) || listener(chs, &l, &lport))
+		return 1;
+	t0 = now_ms();
+	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == 0);
+	afd = accept(lfd, NULL, NULL);
+	CT_CHECK(afd >= 0 && recv(afd, buf, 20, MSG_WAITALL) == 20);
+	/* then half a Request to our listener: its deadline goes before the first one */
+	pfd_fd = raw_connect(lport);
+	CT_CHECK(pfd_fd >= 0 && send(pfd_fd, "MPA ID", 6, 0) == 6);
+	pfd = (struct pollfd){ .fd = pfd_fd, .events = POLLIN };
+	CT_CHECK(poll(&pfd, 1, 12000) == 1);
+	t_drop = now_ms() - t0;
+	CT_CHECK(recv(pfd_fd, buf, sizeof(buf), 0) <= 0); /* dropped: EOF or reset */
+	CT_CHECK(quiet(chc, 0) == 0); /* the earlier-armed, later deadline has not fired */
+	ev = ct_expect(chc, RDMA_CM_EVENT_UNREACHABLE, 12000);
+	t_unreach = now_ms() - t0;
+	CT_CHECK(ev && ev->id == c && ev->status == -ETIMEDOUT);
+	rdma_ack_cm_event(ev);
+	printf("request dropped after %ld ms, reply timeout after %ld ms\n", t_drop, t_unreach);
+	CT_CHECK(t_drop >= 4900 && t_drop < t_unreach);
+	CT_CHECK(t_unreach >= 9900);
+	CT_CHECK(quiet(chs, 0) == 0 && quiet(chc, 100) == 0);
+	close(pfd_fd);
+	close(afd);
+	close(lfd);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(chs);
+	rdma_destroy_event_channel(chc);
+	return 0;
+}
+
 /* ---- two processes (cm_netns_paths.sh) ---- */
 
 /*
@@ -983,6 +1034,7 @@ static const struct ct_test tests[] = {
 	{ "accept_noqp", t_accept_noqp },
 	{ "second_connect", t_second_connect },
 	{ "ece", t_ece },
+	{ "timers", t_timers },
 };
 
 int main(int argc, char **argv)
