@@ -795,7 +795,8 @@ static int t_accept_noqp(void)
 	return teardown(chs, chc, l, c, s);
 }
 
-/* No listener: REJECTED -ECONNREFUSED at once (an RST), and the id is spent. */
+/* No listener: REJECTED -ECONNREFUSED at once (an RST), and the id is spent; the same
+ * through a synchronous id. */
 static int t_second_connect(void)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -827,6 +828,17 @@ static int t_second_connect(void)
 	CT_CHECK(quiet(ch, 100) == 0);
 	rdma_destroy_id(c);
 	rdma_destroy_event_channel(ch);
+
+	/* a synchronous id: the call itself fails, ECONNREFUSED, the event in id->event */
+	CT_CHECK(rdma_create_id(NULL, &c, NULL, RDMA_PS_TCP) == 0);
+	CT_CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&dst, 2000) == 0);
+	CT_CHECK(c->event && c->event->event == RDMA_CM_EVENT_ADDR_RESOLVED);
+	CT_CHECK(rdma_resolve_route(c, 2000) == 0);
+	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == -1 && errno == ECONNREFUSED);
+	CT_CHECK(c->event && c->event->event == RDMA_CM_EVENT_REJECTED &&
+		 c->event->status == -ECONNREFUSED);
+	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == -1 && errno == EINVAL);
+	rdma_destroy_id(c);
 	return 0;
 }
 
