@@ -817,8 +817,8 @@ static int t_second_connect(void)
 	CT_CHECK(ev->param.conn.private_data_len == 0);
 	rdma_ack_cm_event(ev);
 	printf("no listener: REJECTED after %ld ms\n", dt);
-	/* well below any timeout of ours (the MPA Reply's is 10 s) */
-	CT_CHECK(dt < 1000);
+	/* the reset, not a timeout: far below the 10 s of the MPA Reply's, even under load */
+	CT_CHECK(dt < 2000);
 	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == -1 && errno == EINVAL);
 	CT_CHECK(rdma_resolve_route(c, 100) == -1 && errno == EINVAL);
 	ct_addr(ip, port, &dst);

@@ -329,8 +329,9 @@ static int t_dead_path(void)
 	rdma_ack_cm_event(ev);
 	printf("dead path: send %s after %ld ms, DISCONNECTED after %ld ms (asked 1074 ms)\n",
 	       ibv_wc_status_str(wc.status), t_wc, t_disc);
-	/* not before the user timeout; and in its order of magnitude, not TCP's minutes */
-	CT_CHECK(t_disc >= 1000 && t_disc < 5000);
+	/* not before the user timeout; and in its order of magnitude (the last RTO plus the
+	 * engine's turn, with room for a loaded machine), not TCP's minutes */
+	CT_CHECK(t_disc >= 1000 && t_disc < 6000);
 	if (flushed(&c))
 		return 1;
 	put_side(&c);
