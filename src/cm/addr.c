@@ -6,29 +6,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/ip.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cm/cm_priv.h"
 #include "common/sr_log.h"
 #include "netdev/sr_route.h"
-
-void sr_cm_apply_tos(int fd, int family, int tos)
-{
-	if (tos < 0)
-		return;
-	if (family == AF_INET)
-		setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
-	else
-		setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
-}
-
-void sr_cm_set_tos(struct sr_cm_id *id)
-{
-	if (id->fd >= 0)
-		sr_cm_apply_tos(id->fd, id->id.route.addr.src_addr.sa_family, id->tos);
-}
 
 int sr_cm_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr, bool active)
 {

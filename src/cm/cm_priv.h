@@ -211,6 +211,7 @@ struct sr_cm_id {
 	bool reuseaddr;
 	int afonly;                  /* -1: system default */
 	int tos;                     /* -1: not set */
+	int user_timeout_ms;         /* TCP_USER_TIMEOUT from ACK_TIMEOUT; -1: not set */
 	struct sr_cm_dev *dev;       /* device the id is bound to, NULL until known */
 	/* The path rdma_resolve_addr found, watched for changes (netwatch.c); oif 0: none
 	 * (a local destination, or not resolved). */
@@ -293,8 +294,6 @@ static inline void sr_cm_set_addr(struct sockaddr_storage *slot, const struct so
 {
 	sr_addr_store(slot, sa);
 }
-/* Apply a TOS / traffic class (tos >= 0) to a socket of the given family. */
-void sr_cm_apply_tos(int fd, int family, int tos);
 
 /*
  * resolve.c (lock held): wait for the next hop nh on ifindex to become valid, at most
@@ -358,7 +357,10 @@ enum sr_cm_conn_phase {
 
 struct sr_cm_conn {
 	struct sr_engine_handler sock;  /* .fd: the TCP socket */
-	struct sr_engine_handler timer; /* .fd: timerfd */
+	/* Deadline on the CM's one timer (conn.c), under that timer's own mutex. */
+	uint64_t deadline_ns;           /* CLOCK_MONOTONIC */
+	struct sr_list tnode;           /* the timer's list while armed */
+	bool armed;
 	enum sr_cm_conn_phase phase;
 	bool dead;                      /* claimed for teardown */
 	bool shut_wr;                   /* we sent our FIN (QP-less disconnect) */
@@ -373,10 +375,18 @@ struct sr_cm_conn {
 
 /* conn.c: the connection object */
 struct sr_cm_conn *sr_cm_conn_new(int fd);
+/*
+ * (Re)arm c's deadline ms from now; at expiry the engine thread calls the phase's timeout
+ * handler. All connections share one timerfd: a connection costs the process exactly its
+ * socket. Any thread, sr_cm_lock held or not. Returns 0 or a negative errno.
+ */
 int sr_cm_conn_arm_timer(struct sr_cm_conn *c, unsigned int ms);
 /* Claim c (sr_cm_lock held): marks it dead and unlinks it. Returns false if already dead. */
 bool sr_cm_conn_claim(struct sr_cm_conn *c);
-/* Stop the engine watching c and drop its timer (engine thread, or c not registered). */
+/*
+ * Stop the engine watching c and drop its deadline; returns when no callback of c's runs
+ * (except the caller's own, on the engine thread). Lock NOT held unless on the engine thread.
+ */
 void sr_cm_conn_quiesce(struct sr_cm_conn *c);
 /* Tear down a claimed conn (lock NOT held, or on the engine thread). Closes the socket. */
 void sr_cm_conn_destroy(struct sr_cm_conn *c);
@@ -451,7 +461,7 @@ void sr_cm_passive_timeout(struct sr_cm_conn *c);
 void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events);
 void sr_cm_active_timeout(struct sr_cm_conn *c);
 
-/* addr.c: apply id->tos to its socket (lock held) */
-void sr_cm_set_tos(struct sr_cm_id *id);
+/* options.c: apply the id's TOS and ACK timeout to a socket of its (lock held) */
+void sr_cm_apply_sockopts(const struct sr_cm_id *id, int fd);
 
 #endif

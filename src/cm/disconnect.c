@@ -76,6 +76,24 @@ SR_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 
 SR_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 {
-	/* iWARP has no RTU to stand in for: nothing to do */
-	return id ? 0 : sr_cm_fail(EINVAL);
+	enum sr_cm_state st;
+
+	if (!id)
+		return sr_cm_fail(EINVAL);
+	pthread_mutex_lock(&sr_cm_lock);
+	st = to_sr_id(id)->state;
+	pthread_mutex_unlock(&sr_cm_lock);
+	/*
+	 * The kernel answers EINVAL until the id has a connection-level CM id (listen,
+	 * connect or a request) and then 0 on iWARP: there is no RTU to stand in for.
+	 */
+	switch (st) {
+	case SR_CM_IDLE:
+	case SR_CM_BOUND:
+	case SR_CM_ADDR_RESOLVED:
+	case SR_CM_ROUTE_RESOLVED:
+		return sr_cm_fail(EINVAL);
+	default:
+		return 0;
+	}
 }

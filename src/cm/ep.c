@@ -88,6 +88,9 @@ SR_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
 		return sr_cm_fail(-err);
 	if (!hints)
 		hints = &nohints;
+	/* iWARP devices have no IB addressing: an AF_IB answer could not be used anywhere */
+	if (hints->ai_family == AF_IB)
+		return sr_cm_fail(EAFNOSUPPORT);
 	rai = calloc(1, sizeof(*rai));
 	if (!rai)
 		return sr_cm_fail(ENOMEM);

@@ -109,6 +109,8 @@ static void sr_cm_passive_request(struct sr_cm_conn *c)
 	sr_cm_set_addr(&id->id.route.addr.src_storage, (struct sockaddr *)&local);
 	sr_cm_set_addr(&id->id.route.addr.dst_storage, (struct sockaddr *)&peer);
 	id->tos = l->tos;
+	id->user_timeout_ms = l->user_timeout_ms;
+	sr_cm_apply_sockopts(id, c->sock.fd);
 	id->state = SR_CM_CONN_RECV;
 	id->peer = req;
 	id->have_peer = true;
@@ -288,7 +290,10 @@ SR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_pa
 	/* QPs the application created itself are found by number (rping -q) */
 	if (id->qp) {
 		qp = id->qp;
-	} else if (conn_param && conn_param->qp_num) {
+	} else if (!conn_param) {
+		/* nothing says which QP, nor that there is none (v44 dereferences NULL here) */
+		return sr_cm_fail(EINVAL);
+	} else if (conn_param->qp_num) {
 		qp = ops && ops->qp_by_num ? ops->qp_by_num(id->verbs, conn_param->qp_num) : NULL;
 		if (!qp)
 			return sr_cm_fail(EINVAL);

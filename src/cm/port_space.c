@@ -279,7 +279,7 @@ static int sr_ps_socket(const struct sr_cm_id *id, const struct sockaddr *addr)
 	/* Sharing a port between non-listening sockets (rule 2), and a restarted server
 	 * must not be locked out by its old TIME_WAIT connections. */
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	sr_cm_apply_tos(fd, addr->sa_family, id->tos);
+	sr_cm_apply_sockopts(id, fd); /* TOS, the ACK timeout */
 	if (bind(fd, addr, sr_addr_len(addr)) < 0) {
 		err = -errno;
 		close(fd);

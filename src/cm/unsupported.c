@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * rdma_cm calls iWARP cannot do: multicast (no UD QPs) and ECE (no vendor options to
- * negotiate over MPA). Each fails the documented way, never crashes, never pretends.
+ * negotiate over MPA). Each answers as upstream does on a kernel iWARP device, never
+ * crashes, never pretends.
  */
 #include <errno.h>
 #include <rdma/rdma_cma.h>
@@ -25,16 +26,24 @@ SR_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 	return sr_cm_fail(id && addr ? EADDRNOTAVAIL : EINVAL);
 }
 
+/*
+ * ECE rides in IB CM messages; MPA has no room for it. Over a kernel iWARP device
+ * upstream's library still takes the local wish (checked, then never sent) and reports
+ * the peer's as vendor_id 0, "no ECE offered": the same answers here.
+ */
 SR_EXPORT int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
-	if (!id || !ece || id->qp)
+	if (!id || !ece || id->qp || !ece->vendor_id || ece->comp_mask)
 		return sr_cm_fail(EINVAL);
-	return sr_cm_fail(EOPNOTSUPP);
+	return 0;
 }
 
 SR_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
 	if (!id || !ece || id->qp)
 		return sr_cm_fail(EINVAL);
-	return sr_cm_fail(EOPNOTSUPP);
+	ece->vendor_id = 0;
+	ece->options = 0;
+	ece->comp_mask = 0;
+	return 0;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Unmodified Debian rdma_cm programs that stress the connection manager through our
-# libraries: ucmatose (several connections, channel migration, IPv6) and cmtime (many
-# connections at once; its server never exits and is stopped here).
-# usage: cm_programs.sh ucmatose4|ucmatose6m|cmtime
+# libraries: ucmatose (several connections, channel migration, IPv6; 1000 connections at
+# once) and cmtime (1000 connections at once; its server never exits and is stopped here).
+# usage: cm_programs.sh ucmatose4|ucmatose6m|ucmatose1000|cmtime
 . "$(dirname "$0")/../lib.sh"
 case "$1" in
 ucmatose*) sr_need_cmd ucmatose ;;
@@ -10,6 +10,10 @@ cmtime) sr_need_cmd cmtime ;;
 *) sr_fail "unknown case $1" ;;
 esac
 port=$((20000 + RANDOM % 20000))
+# Each connection costs the process exactly its TCP socket (the CM's timers share one
+# descriptor): 1000 connections fit the common default limit of 1024 descriptors, as they
+# do with the kernel CM. Run under that limit so that a per-connection descriptor shows.
+ulimit -Sn 1024 2>/dev/null
 slog=$(mktemp)
 clog=$(mktemp)
 trap 'rm -f "$slog" "$clog"; sr_cleanup' EXIT
@@ -22,6 +26,15 @@ ucmatose4)
 	spid=$!
 	sr_wait_listen "$port"
 	sr_run timeout 60 ucmatose -s 127.0.0.1 -p "$port" -c 4 -C 20 >"$clog" 2>&1
+	crc=$?
+	wait "$spid"
+	src=$?
+	;;
+ucmatose1000)
+	sr_run timeout 100 ucmatose -p "$port" -c 1000 >"$slog" 2>&1 &
+	spid=$!
+	sr_wait_listen "$port"
+	sr_run timeout 100 ucmatose -s 127.0.0.1 -p "$port" -c 1000 >"$clog" 2>&1
 	crc=$?
 	wait "$spid"
 	src=$?
@@ -40,10 +53,10 @@ cmtime)
 	# env execs timeout, so $! is timeout itself and the kill below reaches cmtime
 	env LD_LIBRARY_PATH="$SR_LIBDIR" ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
 		ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
-		timeout 60 cmtime -p "$port" >"$slog" 2>&1 &
+		timeout 100 cmtime -p "$port" >"$slog" 2>&1 &
 	spid=$!
 	sr_wait_listen "$port"
-	sr_run timeout 60 cmtime -s 127.0.0.1 -p "$port" -c 100 >"$clog" 2>&1
+	sr_run timeout 100 cmtime -s 127.0.0.1 -p "$port" -c 1000 >"$clog" 2>&1
 	crc=$?
 	kill "$spid" 2>/dev/null
 	wait "$spid" 2>/dev/null

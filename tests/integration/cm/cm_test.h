@@ -84,4 +84,32 @@ static inline int ct_addr(const char *ip, int port, struct sockaddr_storage *ss)
 	}
 }
 
+/* ---- cm_common.c ---- */
+
+/* The address every test uses (argv[2] of the programs). */
+extern const char *ip;
+/* The port argument (argv[3]) of the two-process cases, 0 without one. */
+extern int ct_port;
+
+/* 0 when no event arrives on ch within ms; else prints it and returns 1. */
+int quiet(struct rdma_event_channel *ch, int ms);
+/* A listener bound to ip, port chosen by the system (*port), backlog 8, context 0x1234. */
+int listener(struct rdma_event_channel *ch, struct rdma_cm_id **l, int *port);
+/* A new id on ch resolved (address and route) to ip:port. */
+int resolve(struct rdma_event_channel *ch, int port, struct rdma_cm_id **c);
+/* listen, connect with private data "hello", CONNECT_REQUEST; *s is the request id. */
+int request(struct rdma_event_channel *chs, struct rdma_event_channel *chc,
+	    struct rdma_cm_id **l, struct rdma_cm_id **c, struct rdma_cm_id **s);
+/* A plain TCP listener on ip (fd, *port), and a plain TCP connection to ip:port. */
+int raw_listener(int *port);
+int raw_connect(int port);
+struct ct_test {
+	const char *name;
+	int (*fn)(void);
+};
+/* argv: <test> [address [port ...]]: sets ip and ct_port, skips (77) where ::1 is unusable, runs the test. */
+int ct_main(int argc, char **argv, const struct ct_test *tests, size_t n);
+/* The process's TCP socket whose ends are the id's local and peer addresses, or -1. */
+int ct_conn_fd(struct rdma_cm_id *id);
+
 #endif
