@@ -159,7 +159,13 @@ void sr_iw_tx_progress(struct sr_iw_conn *c);        /* takes tx_lock */
 void sr_iw_tx_progress_locked(struct sr_iw_conn *c);
 void sr_iw_queue_terminate(struct sr_iw_conn *c, const struct sr_term_info *t);
 
-/* iwarp_rx.c: handle readable socket; returns 0, or <0 when the stream is over */
+/*
+ * iwarp_rx.c: handle readable socket; returns 0, or when the stream is over:
+ * SR_IW_RX_EOF (the peer's FIN between FPDUs), SR_IW_RX_RESET (a reset between FPDUs, see
+ * sr_iw_ready) or a negative errno.
+ */
+#define SR_IW_RX_EOF   1
+#define SR_IW_RX_RESET 2
 int sr_iw_rx(struct sr_iw_conn *c);
 
 /* iwarp_conn.c: the stream is over (err 0 = orderly). Engine thread or detach only. */

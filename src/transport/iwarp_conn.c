@@ -5,11 +5,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -158,6 +160,68 @@ static void sr_iw_flush_terminate(struct sr_iw_conn *c)
 	pthread_mutex_unlock(&c->tx_lock);
 }
 
+/*
+ * Who closes first (docs/ARCHITECTURE.md, "Disconnect"). TCP leaves TIME_WAIT, for 2 MSL,
+ * on the side whose FIN went first, and it holds that connection's 4-tuple. The scarce
+ * tuples are the initiator's: a client churning connections to one server has only its
+ * ephemeral ports towards that address and port, while a responder's TIME_WAIT tuple is
+ * taken over by the next SYN from it (RFC 6191). So a responder whose peer ends the stream
+ * first answers that FIN with a reset instead of a FIN of its own, once every byte it sent
+ * is acknowledged: the initiator's socket goes from FIN_WAIT_2 straight to CLOSED and
+ * neither side keeps TIME_WAIT. Nothing is lost: the peer's FIN followed all its data, which
+ * we have read (EOF between FPDUs), and the kernel lets the initiator read what it had
+ * received before it reports the reset (sr_iw_ready takes a reset after our own FIN as the
+ * orderly answer it is). With bytes still unacknowledged the responder sends a plain FIN
+ * and TIME_WAIT stays with the initiator: data first. When the responder ends the stream
+ * first, its FIN goes first and TIME_WAIT stays with it; the initiator answers with a FIN.
+ *
+ * The peer's FIN arrived: end our side. Returns whether the close is orderly.
+ */
+static bool sr_iw_answer_fin(struct sr_iw_conn *c)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	bool orderly, reset = false;
+	int outq = -1;
+
+	pthread_mutex_lock(&c->tx_lock);
+	orderly = !c->tx_term_sent;
+	if (!c->tx_fin_sent) {
+		c->tx_fin_sent = true;
+		if (!c->initiator && orderly && !c->fp_busy &&
+		    ioctl(c->fd, SIOCOUTQ, &outq) == 0 && outq == 0 &&
+		    setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == 0) {
+			/* The close in sr_iw_conn_close() sends the reset; nothing may enter the
+			 * socket before it (a Send completed now would be discarded by it). */
+			c->tx_dead = true;
+			reset = true;
+		}
+		if (!reset)
+			shutdown(c->fd, SHUT_WR);
+		sr_dbg("qp %u: peer's FIN answered with a %s", c->qp->ibqp.qp_num,
+		       reset ? "reset" : "FIN");
+	}
+	pthread_mutex_unlock(&c->tx_lock);
+	/* The EOF that follows our own abort or Terminate is no orderly close. */
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	orderly = orderly && !c->aborted;
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+	return orderly;
+}
+
+/* A reset between FPDUs: after our orderly FIN it is the responder's answer to it. */
+static bool sr_iw_reset_answers_fin(struct sr_iw_conn *c)
+{
+	bool answer;
+
+	pthread_mutex_lock(&c->tx_lock);
+	answer = c->initiator && c->tx_fin_pending && c->tx_fin_sent && !c->tx_term_sent;
+	pthread_mutex_unlock(&c->tx_lock);
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	answer = answer && !c->aborted;
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+	return answer;
+}
+
 static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
 {
 	struct sr_iw_conn *c = sr_container_of(h, struct sr_iw_conn, h);
@@ -167,22 +231,12 @@ static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
 		sr_iw_tx_progress(c);
 	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
 		r = sr_iw_rx(c);
-		if (r == 1) {
-			bool orderly;
-
-			/* The peer closed its side: close ours once our queued data is out. */
-			pthread_mutex_lock(&c->tx_lock);
-			if (!c->tx_fin_sent) {
-				c->tx_fin_sent = true;
-				shutdown(c->fd, SHUT_WR);
-			}
-			orderly = !c->tx_term_sent;
-			pthread_mutex_unlock(&c->tx_lock);
-			/* The EOF that follows our own abort or Terminate is no orderly close. */
-			pthread_mutex_lock(&sr_iw_fd_lock);
-			orderly = orderly && !c->aborted;
-			pthread_mutex_unlock(&sr_iw_fd_lock);
-			sr_iw_conn_close(c, orderly ? 0 : -ECONNABORTED);
+		if (r == SR_IW_RX_EOF) {
+			sr_iw_conn_close(c, sr_iw_answer_fin(c) ? 0 : -ECONNABORTED);
+			return;
+		}
+		if (r == SR_IW_RX_RESET) {
+			sr_iw_conn_close(c, sr_iw_reset_answers_fin(c) ? 0 : -ECONNRESET);
 			return;
 		}
 		if (r < 0) {
