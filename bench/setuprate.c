@@ -7,6 +7,7 @@
  *
  *   server: setuprate -s [-a addr] [-p port]          (RDMA on port, TCP on port+1)
  *   client: setuprate -c [-a addr] [-p port] [-n conns] [-w windows] [-r rounds] [-W warmup]
+ *                        [-T both|tcp|rdma]  (one mode only: for profiling)
  *
  * One RDMA connection is the whole life of an id, each step timed separately:
  *   create id, resolve addr (call to ADDR_RESOLVED), resolve route (call to ROUTE_RESOLVED),
@@ -51,6 +52,10 @@
 #define XCHG_LEN 64
 #define MAX_WINDOW 1024
 #define MAX_ROUNDS 15
+#define MODE_TCP 1
+#define MODE_RDMA 2
+
+static unsigned int g_modes = MODE_TCP | MODE_RDMA; /* -T: what to measure (profiling) */
 
 static const char *g_role = "setuprate";
 
@@ -518,8 +523,10 @@ static void client(const struct sockaddr_storage *rdst, const struct sockaddr_st
 	double summary[2][8];
 
 	/* Warm-up: device opening, first-use allocations, the server's accept path. */
-	tcp_round(tdst, warmup, 1, NULL);
-	rdma_round(rdst, warmup, 1, NULL);
+	if (g_modes & MODE_TCP)
+		tcp_round(tdst, warmup, 1, NULL);
+	if (g_modes & MODE_RDMA)
+		rdma_round(rdst, warmup, 1, NULL);
 
 	for (int w = 0; w < nwin; w++) {
 		const struct round *mt, *mr;
@@ -527,15 +534,19 @@ static void client(const struct sockaddr_storage *rdst, const struct sockaddr_st
 
 		for (unsigned int k = 0; k < rounds; k++) {
 			fprintf(stderr, "window %u, round %u/%u\n", windows[w], k + 1, rounds);
-			tcp_round(tdst, n, windows[w], &tr[k]);
-			rdma_round(rdst, n, windows[w], &rr[k]);
+			if (g_modes & MODE_TCP)
+				tcp_round(tdst, n, windows[w], &tr[k]);
+			if (g_modes & MODE_RDMA)
+				rdma_round(rdst, n, windows[w], &rr[k]);
 		}
 		mt = median(tr, rounds);
 		mr = median(rr, rounds);
 		snprintf(title, sizeof(title), "TCP, %u in flight", windows[w]);
-		print_steps(title, mt, tcp_step_name, T_NSTEPS);
+		if (g_modes & MODE_TCP)
+			print_steps(title, mt, tcp_step_name, T_NSTEPS);
 		snprintf(title, sizeof(title), "rdma_cm, %u in flight", windows[w]);
-		print_steps(title, mr, rdma_step_name, R_NSTEPS);
+		if (g_modes & MODE_RDMA)
+			print_steps(title, mr, rdma_step_name, R_NSTEPS);
 		summary[0][w] = round_rate(mt);
 		summary[1][w] = round_rate(mr);
 	}
@@ -554,7 +565,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: setuprate -s [-a addr] [-p port]\n"
 		   "       setuprate -c [-a addr] [-p port] [-n conns] [-w w1,w2,...] [-r rounds]"
 		   " [-W warmup]\n"
-		   "defaults: addr 127.0.0.1, port 18700 (TCP baseline: port+1), -n 2000,"
+		   "                 [-T both|tcp|rdma]\n"
+		   "defaults: addr 127.0.0.1, port 19700 (TCP baseline: port+1), -n 2000,"
 		   " -w 1,64, -r 3, -W 200\n");
 }
 
@@ -562,10 +574,10 @@ int main(int argc, char **argv)
 {
 	const char *host = "127.0.0.1";
 	unsigned int n = 2000, rounds = 3, warmup = 200, windows[8] = { 1, 64 };
-	int port = 18700, nwin = 2, mode = 0, c;
+	int port = 19700, nwin = 2, mode = 0, c;
 	struct sockaddr_storage rdst, tdst;
 
-	while ((c = getopt(argc, argv, "sca:p:n:w:r:W:h")) != -1) {
+	while ((c = getopt(argc, argv, "sca:p:n:w:r:W:T:h")) != -1) {
 		switch (c) {
 		case 's': mode = 's'; break;
 		case 'c': mode = 'c'; break;
@@ -585,6 +597,10 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case 'T':
+			g_modes = !strcmp(optarg, "tcp") ? MODE_TCP : !strcmp(optarg, "rdma") ? MODE_RDMA
+							: MODE_TCP | MODE_RDMA;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

@@ -6,7 +6,7 @@
 #
 #   bench/setuprate.sh [build-dir] [extra setuprate client options, e.g. -n 5000 -r 5]
 #
-# Environment: SETUPRATE_PORT (default 18700; TCP baseline port+1, cmtime port+2),
+# Environment: SETUPRATE_PORT (default 19700; TCP baseline port+1, cmtime port+2),
 # CMTIME_CONNS (default "1 200": one cmtime run per count; empty skips cmtime).
 # Progress goes to stderr, the report to stdout:  bench/setuprate.sh build > /tmp/report.md
 set -uo pipefail
@@ -15,7 +15,7 @@ set -uo pipefail
 BUILD_ARG=${1:-build}
 [ $# -gt 0 ] && shift
 bench_init setuprate.sh setuprate "$BUILD_ARG"
-PORT=${SETUPRATE_PORT:-18700}
+PORT=${SETUPRATE_PORT:-19700}
 CMTIME_CONNS=${CMTIME_CONNS-1 200}
 ADDR=127.0.0.1
 
