@@ -280,7 +280,7 @@ enum sr_cm_conn_phase {
 
 struct sr_cm_conn {
 	struct sr_engine_handler sock;  /* .fd: the TCP socket */
-	struct sr_engine_handler timer; /* .fd: timerfd */
+	struct sr_engine_timer timer;   /* handshake / disconnect timeout */
 	enum sr_cm_conn_phase phase;
 	bool dead;                      /* claimed for teardown */
 	bool shut_wr;                   /* we sent our FIN (QP-less disconnect) */

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "cm/cm_priv.h"
@@ -55,14 +54,11 @@ static void sr_cm_conn_sock_cb(struct sr_engine_handler *h, uint32_t events)
 	}
 }
 
-static void sr_cm_conn_timer_cb(struct sr_engine_handler *h, uint32_t events)
+static void sr_cm_conn_timer_cb(struct sr_engine_timer *t)
 {
-	struct sr_cm_conn *c = sr_container_of(h, struct sr_cm_conn, timer);
+	struct sr_cm_conn *c = sr_container_of(t, struct sr_cm_conn, timer);
 	enum sr_cm_conn_phase phase;
-	uint64_t n;
 
-	if (read(h->fd, &n, sizeof(n)) != sizeof(n))
-		return; /* not expired (re-armed meanwhile) */
 	if (!sr_cm_conn_live_phase(c, &phase))
 		return;
 	switch (phase) {
@@ -90,7 +86,6 @@ struct sr_cm_conn *sr_cm_conn_new(int fd)
 		return NULL;
 	c->sock.fd = fd;
 	c->sock.cb = sr_cm_conn_sock_cb;
-	c->timer.fd = -1;
 	c->timer.cb = sr_cm_conn_timer_cb;
 	sr_list_init(&c->node);
 	return c;
@@ -98,23 +93,8 @@ struct sr_cm_conn *sr_cm_conn_new(int fd)
 
 int sr_cm_conn_arm_timer(struct sr_cm_conn *c, unsigned int ms)
 {
-	struct itimerspec its = { 0 };
-	int err;
-
-	if (c->timer.fd < 0) {
-		c->timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-		if (c->timer.fd < 0)
-			return -errno;
-		err = sr_engine_add(&c->timer, EPOLLIN);
-		if (err) {
-			close(c->timer.fd);
-			c->timer.fd = -1;
-			return err;
-		}
-	}
-	its.it_value.tv_sec = ms / 1000;
-	its.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
-	return timerfd_settime(c->timer.fd, 0, &its, NULL) < 0 ? -errno : 0;
+	/* an engine timer, not a timerfd: no descriptor and no system call per handshake */
+	return sr_engine_timer_arm(&c->timer, ms);
 }
 
 bool sr_cm_conn_claim(struct sr_cm_conn *c)
@@ -135,11 +115,7 @@ bool sr_cm_conn_claim(struct sr_cm_conn *c)
 void sr_cm_conn_quiesce(struct sr_cm_conn *c)
 {
 	sr_engine_del(&c->sock);
-	sr_engine_del(&c->timer);
-	if (c->timer.fd >= 0) {
-		close(c->timer.fd);
-		c->timer.fd = -1;
-	}
+	sr_engine_timer_cancel(&c->timer);
 }
 
 void sr_cm_conn_destroy(struct sr_cm_conn *c)
