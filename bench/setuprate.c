@@ -14,7 +14,13 @@
  *   create qp (rdma_create_qp with the library's default PD and CQs, as cmtime does),
  *   connect (call to ESTABLISHED), disconnect (call to DISCONNECTED), destroy (QP and id).
  * One TCP connection: connect (call to writable), exchange (64 bytes out, the server's 64-byte
- * echo back), close.
+ * echo back), close (the server's FIN in, then close()).
+ *
+ * TIME_WAIT. The TCP server closes first, right after its echo, so TIME_WAIT stays on the
+ * server, as it does with softrdma's rdma_cm (docs/ARCHITECTURE.md, "Disconnect"). Were the
+ * client to close first, every baseline connection would hold one of the client's ephemeral
+ * ports for a minute, and a few rounds fill the port range: the rdma_cm ids' implicit binds
+ * would then pay for the baseline's TIME_WAITs.
  *
  * Window. "-w 1,64" runs everything with at most 1 and then at most 64 connections in flight:
  * a new connection starts as soon as one finishes (a pipeline, unlike cmtime's phases where
@@ -160,7 +166,7 @@ struct tcp_srv_conn {
 	uint8_t buf[XCHG_LEN];
 };
 
-/* TCP: echo XCHG_LEN bytes, close at the client's EOF. One epoll thread. */
+/* TCP: echo XCHG_LEN bytes and close. One epoll thread. */
 static void tcp_server(struct sockaddr_storage *addr)
 {
 	int one = 1, lfd, ep;
@@ -204,13 +210,15 @@ static void tcp_server(struct sockaddr_storage *addr)
 				}
 				continue;
 			}
-			r = recv(c->fd, c->buf + (c->got % XCHG_LEN),
-				 XCHG_LEN - (c->got % XCHG_LEN), 0);
+			r = recv(c->fd, c->buf + c->got, XCHG_LEN - c->got, 0);
 			if (r > 0) {
 				c->got += (size_t)r;
-				if (c->got % XCHG_LEN == 0 &&
-				    send(c->fd, c->buf, XCHG_LEN, MSG_NOSIGNAL) != XCHG_LEN)
+				/* Echo, then close first: see "TIME_WAIT" at the top. */
+				if (c->got == XCHG_LEN)
 					r = 0;
+				if (c->got == XCHG_LEN &&
+				    send(c->fd, c->buf, XCHG_LEN, MSG_NOSIGNAL) != XCHG_LEN)
+					fprintf(stderr, "setuprate server: echo: %s\n", strerror(errno));
 			}
 			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
 				close(c->fd); /* also takes it out of the epoll set */
@@ -423,6 +431,17 @@ static bool tcp_event(int ep, struct round *r, struct tconn *c, uint32_t events)
 		c->step = T_XCHG;
 		return false;
 	}
+	if (c->step == T_CLOSE) {
+		/* the server's FIN follows its echo: then close, keeping no TIME_WAIT here */
+		n = recv(c->fd, c->buf, sizeof(c->buf), 0);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return false;
+		if (n != 0)
+			die("tcp close: %s", n < 0 ? strerror(errno) : "data after the echo");
+		close(c->fd);
+		tcp_step_done(r, c, T_CLOSE);
+		return true;
+	}
 	n = recv(c->fd, c->buf + c->got, XCHG_LEN - c->got, 0);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return false;
@@ -432,9 +451,8 @@ static bool tcp_event(int ep, struct round *r, struct tconn *c, uint32_t events)
 	if (c->got < XCHG_LEN)
 		return false;
 	tcp_step_done(r, c, T_XCHG);
-	close(c->fd);
-	tcp_step_done(r, c, T_CLOSE);
-	return true;
+	c->step = T_CLOSE;
+	return tcp_event(ep, r, c, events); /* the FIN may be there already */
 }
 
 static void tcp_round(const struct sockaddr_storage *dst, unsigned int n, unsigned int window,
