@@ -17,10 +17,10 @@
  * echo back), close (the server's FIN in, then close()).
  *
  * TIME_WAIT. The TCP server closes first, right after its echo, so TIME_WAIT stays on the
- * server, as it does with softrdma's rdma_cm (docs/ARCHITECTURE.md, "Disconnect"). Were the
- * client to close first, every baseline connection would hold one of the client's ephemeral
- * ports for a minute, and a few rounds fill the port range: the rdma_cm ids' implicit binds
- * would then pay for the baseline's TIME_WAITs.
+ * server, as it does with softrdma's rdma_cm (docs/ARCHITECTURE.md, "Who closes first").
+ * Were the client to close first, every baseline connection would hold one of the client's
+ * ephemeral ports for a minute, and a few rounds fill the port range: the rdma_cm ids'
+ * implicit binds would then pay for the baseline's TIME_WAITs.
  *
  * Window. "-w 1,64" runs everything with at most 1 and then at most 64 connections in flight:
  * a new connection starts as soon as one finishes (a pipeline, unlike cmtime's phases where

@@ -161,7 +161,7 @@ static void sr_iw_flush_terminate(struct sr_iw_conn *c)
 }
 
 /*
- * Who closes first (docs/ARCHITECTURE.md, "Disconnect"). TCP leaves TIME_WAIT, for 2 MSL,
+ * Who closes first (docs/ARCHITECTURE.md, "Who closes first"). TCP leaves TIME_WAIT, 2 MSL,
  * on the side whose FIN went first, and it holds that connection's 4-tuple. The scarce
  * tuples are the initiator's: a client churning connections to one server has only its
  * ephemeral ports towards that address and port, while a responder's TIME_WAIT tuple is

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Who keeps TIME_WAIT after rdma_disconnect (docs/ARCHITECTURE.md, "Disconnect"): never the
-# active side, whose ephemeral ports towards one server are the tuples connection churn
-# would exhaust. Client and server live in two fresh network namespaces joined by a veth,
+# Who keeps TIME_WAIT after rdma_disconnect (docs/ARCHITECTURE.md, "Who closes first"):
+# never the active side, whose ephemeral ports towards one server are the tuples connection
+# churn would exhaust. Client and server live in two fresh network namespaces joined by a veth,
 # so `ss` in each shows only that side's sockets.
 #   client disconnects first (cmtime: N connections, disconnect all, destroy): once every
 #     connection has reached its final state, the client holds no TIME_WAIT socket for them;
@@ -46,8 +46,12 @@ grep -q "error" "$clog" && { cat "$clog"; sr_fail "cmtime reported errors"; }
 settle "${SR_CLI[@]}"
 settle "${SR_SRV[@]}"
 tw=$(count "${SR_CLI[@]}" -- time-wait)
-echo "client disconnects first: client TIME_WAIT $tw, server TIME_WAIT $(count "${SR_SRV[@]}" -- time-wait)"
-[ "$tw" -eq 0 ] || { "${SR_CLI[@]}" ss -tan state time-wait | head; sr_fail "the active side holds $tw TIME_WAIT sockets"; }
+stw=$(count "${SR_SRV[@]}" -- time-wait)
+echo "client disconnects first: client TIME_WAIT $tw, server TIME_WAIT $stw"
+if [ "$tw" -ne 0 ]; then
+	"${SR_CLI[@]}" ss -tan state time-wait | head
+	sr_fail "the active side holds $tw TIME_WAIT sockets"
+fi
 kill "$spid" 2>/dev/null
 wait "$spid" 2>/dev/null
 
