@@ -9,32 +9,12 @@
 # Progress goes to stderr, the report to stdout:  bench/run.sh build > /tmp/report.md
 set -uo pipefail
 
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${1:-build}
+. "$(dirname "$0")/lib.sh"
+BUILD_ARG=${1:-build}
 [ $# -gt 0 ] && shift
-BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || { echo "run.sh: no build directory ${1:-build}" >&2; exit 2; }
-BIN=$BUILD/bin/srbench
-LIB=$BUILD/lib
+bench_init run.sh srbench "$BUILD_ARG"
 PORT=${SRBENCH_PORT:-18600}
 ADDR=127.0.0.1
-
-[ -x "$BIN" ] || { echo "run.sh: $BIN not built (cmake --build $BUILD --target srbench)" >&2; exit 2; }
-if [ ! -e "$LIB/libibverbs.so.1" ] || [ ! -e "$LIB/librdmacm.so.1" ]; then
-	echo "run.sh: softrdma libraries missing in $LIB" >&2
-	exit 2
-fi
-
-LOG=$(mktemp -d /tmp/srbench-run.XXXXXX)
-SPID=
-cleanup() {
-	[ -n "$SPID" ] && kill "$SPID" 2>/dev/null
-	rm -rf "$LOG"
-}
-trap cleanup EXIT
-
-rel() { # path relative to the source tree when inside it
-	case $1 in "$SRC"/*) echo "${1#"$SRC"/}" ;; *) echo "$1" ;; esac
-}
 SERVER_CMD=(env "LD_LIBRARY_PATH=$(rel "$LIB")" "$(rel "$BIN")" -s -a "$ADDR" -p "$PORT" -o)
 CLIENT_CMD=(env "LD_LIBRARY_PATH=$(rel "$LIB")" "$(rel "$BIN")" -c -a "$ADDR" -p "$PORT" -M "$@")
 

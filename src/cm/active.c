@@ -93,6 +93,17 @@ static void sr_cm_update_src(struct sr_cm_id *id, int fd)
 		sr_cm_set_addr(&id->id.route.addr.src_storage, (struct sockaddr *)&ss);
 }
 
+/* The Request is out: from now on we wait for the Reply (lock held). */
+static void sr_cm_request_sent(struct sr_cm_conn *c)
+{
+	sr_cm_update_src(c->id, c->sock.fd);
+	/* the Request is out; we send nothing more until the Reply is in */
+	c->phase = SR_CONN_READ_REPLY;
+	c->off = 0;
+	c->len = SR_MPA_RR_HDR_LEN;
+	c->hdr_done = false;
+}
+
 /* The Reply is in c->buf (lock held; returns unlocked). */
 static void sr_cm_active_reply(struct sr_cm_conn *c)
 {
@@ -208,12 +219,7 @@ void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events)
 				return;
 			}
 		}
-		sr_cm_update_src(c->id, c->sock.fd);
-		/* the Request is out; we send nothing more until the Reply is in */
-		c->phase = SR_CONN_READ_REPLY;
-		c->off = 0;
-		c->len = SR_MPA_RR_HDR_LEN;
-		c->hdr_done = false;
+		sr_cm_request_sent(c);
 		r = sr_engine_mod(&c->sock, EPOLLIN | EPOLLRDHUP);
 		if (r) {
 			sr_cm_active_fail(c, RDMA_CM_EVENT_CONNECT_ERROR, r, NULL);
@@ -249,6 +255,34 @@ void sr_cm_active_timeout(struct sr_cm_conn *c)
 		return;
 	}
 	sr_cm_active_fail(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
+}
+
+/*
+ * Right after connect() (lock held, c not yet on the engine): on loopback, and wherever the
+ * TCP handshake completes within connect(), the socket is already established, and the
+ * Request goes out from here. That saves the engine thread a wake-up, an epoll_ctl and a
+ * getsockopt on every connection. Otherwise (EAGAIN: handshake in progress, or a partial
+ * send) the engine carries on as before. A failure here is the connect's failure: send()
+ * reports it (and clears it from the socket), so it is returned for the caller to report.
+ * Sets c->phase; returns 0 or a negative errno.
+ */
+static int sr_cm_send_request_now(struct sr_cm_conn *c)
+{
+	ssize_t n;
+
+	c->phase = SR_CONN_TCP_CONNECT;
+	do
+		n = send(c->sock.fd, c->buf, c->len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+	c->off = (size_t)n;
+	if (c->off < c->len) {
+		c->phase = SR_CONN_SEND_REQ;
+		return 0;
+	}
+	sr_cm_request_sent(c);
+	return 0;
 }
 
 SR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
@@ -309,9 +343,11 @@ SR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 
 	rc = sr_cm_port_connect_locked(s, &c->sock.fd);
 	err = rc == -EINPROGRESS ? 0 : rc;
+	if (!err)
+		err = sr_cm_send_request_now(c);
 	if (!err) {
-		c->phase = rc == 0 ? SR_CONN_SEND_REQ : SR_CONN_TCP_CONNECT;
-		err = sr_engine_add(&c->sock, EPOLLOUT);
+		err = sr_engine_add(&c->sock, c->phase == SR_CONN_READ_REPLY ? EPOLLIN | EPOLLRDHUP
+									 : EPOLLOUT);
 		if (!err)
 			err = sr_cm_conn_arm_timer(c, SR_CM_CONNECT_TIMEOUT_MS);
 	}

@@ -357,10 +357,7 @@ enum sr_cm_conn_phase {
 
 struct sr_cm_conn {
 	struct sr_engine_handler sock;  /* .fd: the TCP socket */
-	/* Deadline on the CM's one timer (conn.c), under that timer's own mutex. */
-	uint64_t deadline_ns;           /* CLOCK_MONOTONIC */
-	struct sr_list tnode;           /* the timer's list while armed */
-	bool armed;
+	struct sr_engine_timer timer;   /* handshake / disconnect timeout */
 	enum sr_cm_conn_phase phase;
 	bool dead;                      /* claimed for teardown */
 	bool shut_wr;                   /* we sent our FIN (QP-less disconnect) */

@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * A connection's socket while the CM owns it (struct sr_cm_conn): engine registration and
- * dispatch by phase, the CM's one timer for every connection's deadline, frame I/O, MPA parameters and the QP moves around them. The
- * hand-over to the transport is link.c, the QP-less stream's end stream.c.
+ * dispatch by phase, its deadline (an engine timer), frame I/O, MPA parameters and the QP
+ * moves around them. The hand-over to the transport is link.c, the QP-less stream's end
+ * stream.c.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cm/cm_priv.h"
@@ -55,60 +54,9 @@ static void sr_cm_conn_sock_cb(struct sr_engine_handler *h, uint32_t events)
 	}
 }
 
-/* ------------------------------------------------------------- timers -- */
-
-/*
- * One timerfd serves every connection's deadline (MPA Request/Reply timeouts, a QP-less
- * stream's wait for the peer's FIN). The list is kept in deadline order; since each kind
- * of timeout has one fixed length, a new deadline almost always goes to the tail.
- *
- * The mutex protects the list, the armed flags and firing, and is taken after sr_cm_lock,
- * never before it. firing is the connection whose handler the engine thread is running:
- * quiescing it from another thread waits for that to end, as sr_engine_del() does for a
- * socket callback.
- */
-static struct {
-	pthread_mutex_t mu;
-	pthread_cond_t cond;
-	struct sr_engine_handler h;  /* .fd: the timerfd, made on first use */
-	struct sr_list list;         /* struct sr_cm_conn (tnode), earliest first */
-	struct sr_cm_conn *firing;
-} sr_cm_timer = {
-	.mu = PTHREAD_MUTEX_INITIALIZER,
-	.cond = PTHREAD_COND_INITIALIZER,
-	.h = { .fd = -1 },
-	.list = SR_LIST_INIT(sr_cm_timer.list),
-};
-
-static uint64_t sr_cm_now_ns(void)
+static void sr_cm_conn_timer_cb(struct sr_engine_timer *t)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Point the timerfd at the earliest deadline (mu held). */
-static void sr_cm_timer_program(void)
-{
-	struct itimerspec its = { 0 };
-	struct sr_cm_conn *first;
-
-	if (sr_list_empty(&sr_cm_timer.list))
-		return; /* a stale expiry finds nothing due and does no harm */
-	first = sr_list_first(&sr_cm_timer.list, struct sr_cm_conn, tnode);
-	/* 0 would disarm: a deadline already due fires at the next nanosecond */
-	its.it_value.tv_sec = (time_t)(first->deadline_ns / 1000000000ull);
-	its.it_value.tv_nsec = (long)(first->deadline_ns % 1000000000ull);
-	if (!its.it_value.tv_sec && !its.it_value.tv_nsec)
-		its.it_value.tv_nsec = 1;
-	if (timerfd_settime(sr_cm_timer.h.fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
-		sr_err("CM timer: %m");
-}
-
-/* Dispatch an expired connection by phase (engine thread, no lock held). */
-static void sr_cm_conn_expired(struct sr_cm_conn *c)
-{
+	struct sr_cm_conn *c = sr_container_of(t, struct sr_cm_conn, timer);
 	enum sr_cm_conn_phase phase;
 
 	if (!sr_cm_conn_live_phase(c, &phase))
@@ -130,92 +78,6 @@ static void sr_cm_conn_expired(struct sr_cm_conn *c)
 	}
 }
 
-static void sr_cm_timer_cb(struct sr_engine_handler *h, uint32_t events)
-{
-	uint64_t n;
-
-	if (read(h->fd, &n, sizeof(n)) != sizeof(n))
-		return; /* not expired (re-armed meanwhile) */
-	/* a bounded batch per wakeup keeps the engine fair; the rest fire right after */
-	for (int i = 0; i < 64; i++) {
-		struct sr_cm_conn *c = NULL;
-
-		pthread_mutex_lock(&sr_cm_timer.mu);
-		if (!sr_list_empty(&sr_cm_timer.list)) {
-			c = sr_list_first(&sr_cm_timer.list, struct sr_cm_conn, tnode);
-			if (c->deadline_ns > sr_cm_now_ns())
-				c = NULL;
-		}
-		if (c) {
-			sr_list_del(&c->tnode);
-			c->armed = false;
-			sr_cm_timer.firing = c;
-		}
-		pthread_mutex_unlock(&sr_cm_timer.mu);
-		if (!c)
-			break;
-		sr_cm_conn_expired(c); /* may free c (then on this thread: nobody waits) */
-		pthread_mutex_lock(&sr_cm_timer.mu);
-		sr_cm_timer.firing = NULL;
-		pthread_cond_broadcast(&sr_cm_timer.cond);
-		pthread_mutex_unlock(&sr_cm_timer.mu);
-	}
-	pthread_mutex_lock(&sr_cm_timer.mu);
-	sr_cm_timer_program();
-	pthread_mutex_unlock(&sr_cm_timer.mu);
-}
-
-int sr_cm_conn_arm_timer(struct sr_cm_conn *c, unsigned int ms)
-{
-	struct sr_list *pos;
-	int err = 0;
-
-	pthread_mutex_lock(&sr_cm_timer.mu);
-	if (sr_cm_timer.h.fd < 0) {
-		sr_cm_timer.h.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-		if (sr_cm_timer.h.fd < 0) {
-			err = -errno;
-			goto out;
-		}
-		sr_cm_timer.h.cb = sr_cm_timer_cb;
-		err = sr_engine_add(&sr_cm_timer.h, EPOLLIN);
-		if (err) {
-			close(sr_cm_timer.h.fd);
-			sr_cm_timer.h.fd = -1;
-			goto out;
-		}
-	}
-	if (c->armed)
-		sr_list_del(&c->tnode);
-	c->deadline_ns = sr_cm_now_ns() + (uint64_t)ms * 1000000ull;
-	/* from the tail: the place of a fixed-length timeout is nearly always there */
-	for (pos = sr_cm_timer.list.prev; pos != &sr_cm_timer.list; pos = pos->prev)
-		if (sr_list_entry(pos, struct sr_cm_conn, tnode)->deadline_ns <= c->deadline_ns)
-			break;
-	sr_list_add_tail(pos->next, &c->tnode); /* right after pos */
-	c->armed = true;
-	if (sr_cm_timer.list.next == &c->tnode)
-		sr_cm_timer_program();
-out:
-	pthread_mutex_unlock(&sr_cm_timer.mu);
-	return err;
-}
-
-/* Drop c's deadline; wait out a running handler of c's unless it is ours. */
-static void sr_cm_conn_disarm(struct sr_cm_conn *c)
-{
-	bool engine = sr_engine_in_thread();
-
-	pthread_mutex_lock(&sr_cm_timer.mu);
-	if (c->armed) {
-		sr_list_del(&c->tnode);
-		c->armed = false;
-	}
-	while (!engine && sr_cm_timer.firing == c)
-		pthread_cond_wait(&sr_cm_timer.cond, &sr_cm_timer.mu);
-	pthread_mutex_unlock(&sr_cm_timer.mu);
-}
-
 /* ------------------------------------------------------------ object -- */
 
 struct sr_cm_conn *sr_cm_conn_new(int fd)
@@ -226,9 +88,15 @@ struct sr_cm_conn *sr_cm_conn_new(int fd)
 		return NULL;
 	c->sock.fd = fd;
 	c->sock.cb = sr_cm_conn_sock_cb;
+	c->timer.cb = sr_cm_conn_timer_cb;
 	sr_list_init(&c->node);
-	sr_list_init(&c->tnode);
 	return c;
+}
+
+int sr_cm_conn_arm_timer(struct sr_cm_conn *c, unsigned int ms)
+{
+	/* an engine timer, not a timerfd: no descriptor and no system call per handshake */
+	return sr_engine_timer_arm(&c->timer, ms);
 }
 
 bool sr_cm_conn_claim(struct sr_cm_conn *c)
@@ -249,7 +117,7 @@ bool sr_cm_conn_claim(struct sr_cm_conn *c)
 void sr_cm_conn_quiesce(struct sr_cm_conn *c)
 {
 	sr_engine_del(&c->sock);
-	sr_cm_conn_disarm(c);
+	sr_engine_timer_cancel(&c->timer);
 }
 
 /* ------------------------------------------------------ graceful close -- */
@@ -265,7 +133,7 @@ void sr_cm_conn_quiesce(struct sr_cm_conn *c)
  */
 struct sr_cm_linger {
 	struct sr_engine_handler sock;
-	struct sr_engine_handler timer;
+	struct sr_engine_timer timer; /* no descriptor of its own */
 };
 
 /* Held while a linger's handlers are being registered: its callbacks wait for that. */
@@ -291,8 +159,7 @@ static bool sr_cm_drain(int fd)
 static void sr_cm_linger_end(struct sr_cm_linger *l)
 {
 	sr_engine_del(&l->sock);
-	sr_engine_del(&l->timer);
-	close(l->timer.fd);
+	sr_engine_timer_cancel(&l->timer);
 	close(l->sock.fd);
 	free(l);
 }
@@ -309,11 +176,10 @@ static void sr_cm_linger_sock_cb(struct sr_engine_handler *h, uint32_t events)
 		sr_cm_linger_end(l);
 }
 
-static void sr_cm_linger_timer_cb(struct sr_engine_handler *h, uint32_t events)
+static void sr_cm_linger_timer_cb(struct sr_engine_timer *t)
 {
-	struct sr_cm_linger *l = sr_container_of(h, struct sr_cm_linger, timer);
+	struct sr_cm_linger *l = sr_container_of(t, struct sr_cm_linger, timer);
 
-	(void)events;
 	pthread_mutex_lock(&sr_cm_linger_mu);
 	pthread_mutex_unlock(&sr_cm_linger_mu);
 	sr_cm_drain(l->sock.fd); /* the peer never sent its FIN: a last look, then close */
@@ -322,9 +188,6 @@ static void sr_cm_linger_timer_cb(struct sr_engine_handler *h, uint32_t events)
 
 static void sr_cm_close_graceful(int fd)
 {
-	struct itimerspec its = { .it_value = {
-		.tv_sec = SR_CM_DISCONNECT_TIMEOUT_MS / 1000,
-		.tv_nsec = (long)(SR_CM_DISCONNECT_TIMEOUT_MS % 1000) * 1000000L } };
 	struct sr_cm_linger *l;
 	bool over;
 
@@ -339,14 +202,11 @@ static void sr_cm_close_graceful(int fd)
 	l->sock.fd = fd;
 	l->sock.cb = sr_cm_linger_sock_cb;
 	l->timer.cb = sr_cm_linger_timer_cb;
-	l->timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	pthread_mutex_lock(&sr_cm_linger_mu);
-	if (l->timer.fd < 0 || timerfd_settime(l->timer.fd, 0, &its, NULL) < 0 ||
-	    sr_engine_add(&l->timer, EPOLLIN) || sr_engine_add(&l->sock, EPOLLIN | EPOLLRDHUP)) {
+	if (sr_engine_timer_arm(&l->timer, SR_CM_DISCONNECT_TIMEOUT_MS) ||
+	    sr_engine_add(&l->sock, EPOLLIN | EPOLLRDHUP)) {
 		pthread_mutex_unlock(&sr_cm_linger_mu);
-		sr_engine_del(&l->timer);
-		if (l->timer.fd >= 0)
-			close(l->timer.fd);
+		sr_engine_timer_cancel(&l->timer);
 		close(fd);
 		free(l);
 		return;

@@ -10,8 +10,8 @@
  *
  * Ids that wait for the same next hop on the same interface share one wait (struct
  * sr_cm_nwait) and one trigger; all waits share the CM's rtnetlink subscription
- * (netwatch.c) and one timerfd armed for the earliest deadline, both on librdmacm's engine
- * thread and opened on first use, so a waiting id costs no file descriptor of its own.
+ * (netwatch.c) and one engine timer armed for the earliest deadline, both on librdmacm's
+ * engine thread, so a waiting id costs no file descriptor of its own.
  *
  * The subscription is open before the entry is looked up, so an update cannot fall
  * between the look and the wait. Everything runs under sr_cm_lock.
@@ -19,10 +19,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/timerfd.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "cm/cm_priv.h"
 #include "common/sr_log.h"
@@ -36,7 +33,7 @@ struct sr_cm_nwait {
 };
 
 static struct sr_list sr_cm_nwaits = SR_LIST_INIT(sr_cm_nwaits);
-static struct sr_engine_handler sr_cm_resolve_timer = { .fd = -1 };
+static struct sr_engine_timer sr_cm_resolve_timer;
 
 static uint64_t sr_now_ns(void)
 {
@@ -86,11 +83,10 @@ static void sr_cm_nwait_finish_locked(struct sr_cm_nwait *w, int status, const s
 	free(w);
 }
 
-/* Arm the timer for the earliest deadline of any waiting id (0: disarm). */
+/* Arm the timer for the earliest deadline of any waiting id (none: disarm). */
 static void sr_cm_resolve_rearm_locked(void)
 {
-	struct itimerspec its = { 0 };
-	uint64_t first = 0;
+	uint64_t first = 0, now;
 	struct sr_list *p, *q;
 
 	sr_list_for_each_safe(p, q, &sr_cm_nwaits) {
@@ -104,12 +100,12 @@ static void sr_cm_resolve_rearm_locked(void)
 				first = id->resolve_deadline;
 		}
 	}
-	if (first) {
-		its.it_value.tv_sec = (time_t)(first / 1000000000u);
-		its.it_value.tv_nsec = (long)(first % 1000000000u);
-	}
-	if (sr_cm_resolve_timer.fd >= 0)
-		timerfd_settime(sr_cm_resolve_timer.fd, TFD_TIMER_ABSTIME, &its, NULL);
+	if (!first)
+		return; /* an expiry with nothing due does no harm */
+	now = sr_now_ns();
+	/* rounded up: firing early would find nothing due and re-arm for 0 ms */
+	sr_engine_timer_arm(&sr_cm_resolve_timer,
+			    first > now ? (unsigned int)((first - now + 999999u) / 1000000u) : 0);
 }
 
 static struct sr_cm_nwait *sr_cm_nwait_find_locked(int ifindex, const struct sockaddr *nh)
@@ -152,15 +148,12 @@ void sr_cm_resolve_recheck_locked(void)
 	}
 }
 
-static void sr_cm_resolve_timer_cb(struct sr_engine_handler *h, uint32_t events)
+static void sr_cm_resolve_timer_cb(struct sr_engine_timer *t)
 {
-	uint64_t now = sr_now_ns(), ticks;
+	uint64_t now = sr_now_ns();
 	struct sr_list *p, *q;
 
-	(void)events;
-	if (read(h->fd, &ticks, sizeof(ticks)) < 0) {
-		/* nothing to read: a re-arm raced the expiry; the deadlines decide below */
-	}
+	(void)t;
 	pthread_mutex_lock(&sr_cm_lock);
 	sr_list_for_each_safe(p, q, &sr_cm_nwaits) {
 		struct sr_cm_nwait *w = sr_list_entry(p, struct sr_cm_nwait, node);
@@ -181,25 +174,6 @@ static void sr_cm_resolve_timer_cb(struct sr_engine_handler *h, uint32_t events)
 	pthread_mutex_unlock(&sr_cm_lock);
 }
 
-/* The timer, once per process (lock held). */
-static int sr_cm_resolve_setup_locked(void)
-{
-	int err;
-
-	if (sr_cm_resolve_timer.fd >= 0)
-		return 0;
-	sr_cm_resolve_timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (sr_cm_resolve_timer.fd < 0)
-		return -errno;
-	sr_cm_resolve_timer.cb = sr_cm_resolve_timer_cb;
-	err = sr_engine_add(&sr_cm_resolve_timer, EPOLLIN);
-	if (err) {
-		close(sr_cm_resolve_timer.fd);
-		sr_cm_resolve_timer.fd = -1;
-	}
-	return err;
-}
-
 int sr_cm_resolve_nexthop_locked(struct sr_cm_id *id, int ifindex, const struct sockaddr *nh,
 				 int timeout_ms)
 {
@@ -209,10 +183,9 @@ int sr_cm_resolve_nexthop_locked(struct sr_cm_id *id, int ifindex, const struct 
 
 	sr_cm_assert_locked();
 	err = sr_cm_netwatch_start_locked();
-	if (!err)
-		err = sr_cm_resolve_setup_locked();
 	if (err)
 		return err;
+	sr_cm_resolve_timer.cb = sr_cm_resolve_timer_cb;
 	/* subscribed first, so an update cannot slip between this look and the wait */
 	if (sr_neigh_get(ifindex, nh, &n) == 0 && n.state == SR_NEIGH_VALID) {
 		sr_cm_path_set_mac(id, &n);

@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/sr_list.h"
+
 struct sr_engine_handler;
 typedef void (*sr_engine_cb)(struct sr_engine_handler *h, uint32_t events);
 
@@ -33,5 +35,29 @@ void sr_engine_del(struct sr_engine_handler *h);
 
 /* True when called from the engine thread. */
 bool sr_engine_in_thread(void);
+
+/*
+ * One-shot timers whose callbacks run on the engine thread. They cost no file descriptor and,
+ * armed in deadline order (the usual case: one timeout per kind), no system call: all timers
+ * of an engine share one timerfd, programmed for the earliest deadline.
+ */
+struct sr_engine_timer;
+typedef void (*sr_engine_timer_cb)(struct sr_engine_timer *t);
+
+struct sr_engine_timer {
+	sr_engine_timer_cb cb;
+	/* private to the engine */
+	uint64_t deadline;     /* CLOCK_MONOTONIC, ns */
+	struct sr_list node;   /* the engine's timers, by deadline */
+	bool armed;
+};
+
+/* (Re)arm t to fire once, ms from now; any thread. Returns 0 or a negative errno. */
+int sr_engine_timer_arm(struct sr_engine_timer *t, unsigned int ms);
+/*
+ * Disarm t (armed or not). Like sr_engine_del(), returns only when t's callback is not
+ * running and will not run, unless called from that very callback.
+ */
+void sr_engine_timer_cancel(struct sr_engine_timer *t);
 
 #endif

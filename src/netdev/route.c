@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * Route and address queries: one RTM_GETROUTE request per lookup (what `ip route get`
- * does) and an RTM_GETADDR dump for address ownership, each over a short-lived
- * NETLINK_ROUTE socket so callers on any thread need no shared state.
+ * does) and an RTM_GETADDR dump for address ownership, over one NETLINK_ROUTE socket per
+ * process that callers on any thread take turns on (sr_route_sock_get).
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,16 +41,75 @@ static void sr_addr_set_bytes(struct sockaddr_storage *ss, int family, const voi
 		memcpy(&((struct sockaddr_in6 *)ss)->sin6_addr, bytes, 16);
 }
 
-static int sr_route_sock(struct nl_sock **sk)
+/*
+ * One NETLINK_ROUTE socket per process (per library), opened at the first lookup and shared
+ * under sr_rt_mu: opening one per lookup cost a socket, a bind, a getsockname, four
+ * setsockopts and a close on every rdma_resolve_addr. Every lookup still asks the kernel;
+ * nothing is cached. libnl checks each reply's sequence number, and a socket that saw any
+ * error is dropped and reopened at the next lookup, so a late reply can never pass for the
+ * answer to a later request. A forked child drops its copy and opens its own (the netlink
+ * port id is the parent's).
+ */
+static pthread_mutex_t sr_rt_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t sr_rt_once = PTHREAD_ONCE_INIT;
+static struct nl_sock *sr_rt_sk;
+
+static void sr_rt_prepare(void)
 {
-	*sk = nl_socket_alloc();
-	if (!*sk)
-		return -ENOMEM;
-	if (nl_connect(*sk, NETLINK_ROUTE) < 0) {
-		nl_socket_free(*sk);
-		return -EIO;
+	pthread_mutex_lock(&sr_rt_mu);
+}
+
+static void sr_rt_parent(void)
+{
+	pthread_mutex_unlock(&sr_rt_mu);
+}
+
+static void sr_rt_child(void)
+{
+	if (sr_rt_sk) {
+		nl_socket_free(sr_rt_sk);
+		sr_rt_sk = NULL;
 	}
+	pthread_mutex_unlock(&sr_rt_mu);
+}
+
+static void sr_rt_init(void)
+{
+	pthread_atfork(sr_rt_prepare, sr_rt_parent, sr_rt_child);
+}
+
+/* The process's route socket, with sr_rt_mu held (on success only). */
+static int sr_route_sock_get(struct nl_sock **sk)
+{
+	pthread_once(&sr_rt_once, sr_rt_init);
+	pthread_mutex_lock(&sr_rt_mu);
+	if (!sr_rt_sk) {
+		sr_rt_sk = nl_socket_alloc();
+		if (!sr_rt_sk) {
+			pthread_mutex_unlock(&sr_rt_mu);
+			return -ENOMEM;
+		}
+		if (nl_connect(sr_rt_sk, NETLINK_ROUTE) < 0) {
+			nl_socket_free(sr_rt_sk);
+			sr_rt_sk = NULL;
+			pthread_mutex_unlock(&sr_rt_mu);
+			return -EIO;
+		}
+		/* route requests get their answer, no extra ACK to read */
+		nl_socket_disable_auto_ack(sr_rt_sk);
+	}
+	*sk = sr_rt_sk;
 	return 0;
+}
+
+/* Give the socket back; one that saw an error is closed (see above). */
+static void sr_route_sock_put(bool ok)
+{
+	if (!ok) {
+		nl_socket_free(sr_rt_sk);
+		sr_rt_sk = NULL;
+	}
+	pthread_mutex_unlock(&sr_rt_mu);
 }
 
 struct sr_route_req {
@@ -168,6 +228,7 @@ int sr_route_lookup(const struct sockaddr *dst, const struct sockaddr *src, int 
 {
 	struct sr_route_req r = { .out = out };
 	struct rtmsg rtm = { 0 };
+	struct nl_cb *cb;
 	struct nl_sock *sk;
 	struct nl_msg *msg;
 	const void *bytes;
@@ -187,13 +248,11 @@ int sr_route_lookup(const struct sockaddr *dst, const struct sockaddr *src, int 
 	if (sr_is_link_local(dst) && !oif)
 		return -EINVAL;
 
-	err = sr_route_sock(&sk);
-	if (err)
-		return err;
-	nl_socket_disable_auto_ack(sk);
 	msg = nlmsg_alloc_simple(RTM_GETROUTE, 0);
-	if (!msg) {
-		nl_socket_free(sk);
+	cb = nl_cb_alloc(NL_CB_DEFAULT); /* per request: the shared socket keeps no pointer to r */
+	if (!msg || !cb) {
+		nlmsg_free(msg);
+		nl_cb_put(cb);
 		return -ENOMEM;
 	}
 	rtm.rtm_family = (unsigned char)dst->sa_family;
@@ -210,15 +269,22 @@ int sr_route_lookup(const struct sockaddr *dst, const struct sockaddr *src, int 
 	if (!err && oif > 0 && nla_put_u32(msg, RTA_OIF, (uint32_t)oif) < 0)
 		err = -ENOMEM;
 	if (!err) {
-		nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, sr_route_valid, &r);
-		nl_socket_modify_err_cb(sk, NL_CB_CUSTOM, sr_route_error, &r);
-		if (nl_send_auto(sk, msg) < 0)
+		nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, sr_route_valid, &r);
+		nl_cb_err(cb, NL_CB_CUSTOM, sr_route_error, &r);
+		err = sr_route_sock_get(&sk);
+	}
+	if (!err) {
+		bool ok = nl_send_auto(sk, msg) >= 0;
+
+		/* the kernel's NLMSG_ERROR answer (r.err) leaves the socket in step */
+		if (ok && nl_recvmsgs(sk, cb) < 0 && !r.err)
+			ok = false;
+		sr_route_sock_put(ok);
+		if (!ok)
 			err = -EIO;
 	}
 	nlmsg_free(msg);
-	if (!err && nl_recvmsgs_default(sk) < 0 && !r.err)
-		err = -EIO;
-	nl_socket_free(sk);
+	nl_cb_put(cb);
 	if (err)
 		return err;
 	if (r.err)
@@ -251,7 +317,8 @@ int sr_route_lookup(const struct sockaddr *dst, const struct sockaddr *src, int 
 		((struct sockaddr_in6 *)&out->nexthop)->sin6_scope_id = (uint32_t)out->oif;
 
 	out->dev_ifindex = out->oif;
-	if (out->local) {
+	/* 127.0.0.0/8 and ::1 are lo's (docs/ARCHITECTURE.md): no address dump for them */
+	if (out->local && !sr_addr_is_loopback(dst)) {
 		owner = sr_addr_owner(dst);
 		if (owner > 0)
 			out->dev_ifindex = owner;
@@ -274,13 +341,14 @@ int sr_addr_owner(const struct sockaddr *addr)
 	want = sr_addr_bytes(addr, &wlen);
 	if (sr_is_link_local(addr))
 		scope = ((const struct sockaddr_in6 *)addr)->sin6_scope_id;
-	err = sr_route_sock(&sk);
+	err = sr_route_sock_get(&sk);
 	if (err)
 		return err;
 	if (rtnl_addr_alloc_cache(sk, &cache) < 0) {
-		nl_socket_free(sk);
+		sr_route_sock_put(false);
 		return -EIO;
 	}
+	sr_route_sock_put(true);
 	for (obj = nl_cache_get_first(cache); obj; obj = nl_cache_get_next(obj)) {
 		struct rtnl_addr *a = (struct rtnl_addr *)obj;
 		struct nl_addr *local = rtnl_addr_get_local(a);
@@ -296,6 +364,5 @@ int sr_addr_owner(const struct sockaddr *addr)
 		break;
 	}
 	nl_cache_free(cache);
-	nl_socket_free(sk);
 	return found;
 }

@@ -163,10 +163,10 @@ struct sr_iw_conn {
 	uint8_t term_buf[SR_TERM_FPDU_MAX];
 	int term_len;
 
-	/* The initiator's ready timer (a timerfd, fd -1 when none). Dropped by the receive side
-	 * when the peer's first segment opens the gate, else at close; its own callback never
-	 * drops it, so detach (which stops the receive side first) can wait for that callback. */
-	struct sr_engine_handler ready_h;
+	/* The initiator's ready timer (an engine timer). Cancelled by the receive side when the
+	 * peer's first segment opens the gate, else at close; its own callback never cancels
+	 * it, so detach (which stops the receive side first) can wait for that callback. */
+	struct sr_engine_timer ready_t;
 
 	/* rx (engine thread only) */
 	struct sr_fpdu_rx rx;
@@ -201,7 +201,13 @@ void sr_iw_queue_terminate(struct sr_iw_conn *c, const struct sr_term_info *t);
  * go. Engine thread; takes tx_lock. */
 void sr_iw_tx_open_gate(struct sr_iw_conn *c);
 
-/* iwarp_rx.c: handle readable socket; returns 0, or <0 when the stream is over */
+/*
+ * iwarp_rx.c: handle readable socket; returns 0, or when the stream is over:
+ * SR_IW_RX_EOF (the peer's FIN between FPDUs), SR_IW_RX_RESET (a reset between FPDUs, see
+ * sr_iw_ready) or a negative errno.
+ */
+#define SR_IW_RX_EOF   1
+#define SR_IW_RX_RESET 2
 int sr_iw_rx(struct sr_iw_conn *c);
 
 /* iwarp_conn.c: end the stream abortively (the engine then closes it); any thread, also

@@ -5,14 +5,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "common/sr_log.h"
@@ -48,47 +49,25 @@ void sr_iw_want_out(struct sr_iw_conn *c, bool on)
 
 void sr_iw_ready_timer_stop(struct sr_iw_conn *c)
 {
-	sr_engine_del(&c->ready_h);
-	if (c->ready_h.fd >= 0) {
-		close(c->ready_h.fd);
-		c->ready_h.fd = -1;
-	}
+	sr_engine_timer_cancel(&c->ready_t);
 }
 
 /* The peer said nothing within the bound after our RTR: send what is queued anyway. */
-static void sr_iw_ready_expired(struct sr_engine_handler *h, uint32_t events)
+static void sr_iw_ready_expired(struct sr_engine_timer *t)
 {
-	struct sr_iw_conn *c = sr_container_of(h, struct sr_iw_conn, ready_h);
-	uint64_t n;
+	struct sr_iw_conn *c = sr_container_of(t, struct sr_iw_conn, ready_t);
 
-	(void)events;
-	if (read(h->fd, &n, sizeof(n)) != sizeof(n))
-		return;
 	sr_dbg("qp %u: no sign from the peer after the RTR: sending anyway",
 	       c->qp->ibqp.qp_num);
 	sr_iw_tx_open_gate(c);
 }
 
-/* The timer that bounds the initiator's wait after its RTR. */
+/* The timer that bounds the initiator's wait after its RTR: an engine timer, so the wait
+ * costs no descriptor (a connection holds exactly its socket). */
 static int sr_iw_ready_timer_start(struct sr_iw_conn *c, unsigned int ms)
 {
-	struct itimerspec its = { .it_value = { .tv_sec = ms / 1000,
-						.tv_nsec = (long)(ms % 1000) * 1000000L } };
-	int err;
-
-	c->ready_h.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (c->ready_h.fd < 0)
-		return -errno;
-	c->ready_h.cb = sr_iw_ready_expired;
-	if (timerfd_settime(c->ready_h.fd, 0, &its, NULL) < 0) {
-		err = -errno;
-		sr_iw_ready_timer_stop(c);
-		return err;
-	}
-	err = sr_engine_add(&c->ready_h, EPOLLIN);
-	if (err)
-		sr_iw_ready_timer_stop(c);
-	return err;
+	c->ready_t.cb = sr_iw_ready_expired;
+	return sr_engine_timer_arm(&c->ready_t, ms);
 }
 
 static void sr_iw_release_pending(struct sr_iw_conn *c)
@@ -207,6 +186,68 @@ static void sr_iw_flush_terminate(struct sr_iw_conn *c)
 	pthread_mutex_unlock(&c->tx_lock);
 }
 
+/*
+ * Who closes first (docs/ARCHITECTURE.md, "Who closes first"). TCP leaves TIME_WAIT, 2 MSL,
+ * on the side whose FIN went first, and it holds that connection's 4-tuple. The scarce
+ * tuples are the initiator's: a client churning connections to one server has only its
+ * ephemeral ports towards that address and port, while a responder's TIME_WAIT tuple is
+ * taken over by the next SYN from it (RFC 6191). So a responder whose peer ends the stream
+ * first answers that FIN with a reset instead of a FIN of its own, once every byte it sent
+ * is acknowledged: the initiator's socket goes from FIN_WAIT_2 straight to CLOSED and
+ * neither side keeps TIME_WAIT. Nothing is lost: the peer's FIN followed all its data, which
+ * we have read (EOF between FPDUs), and the kernel lets the initiator read what it had
+ * received before it reports the reset (sr_iw_ready takes a reset after our own FIN as the
+ * orderly answer it is). With bytes still unacknowledged the responder sends a plain FIN
+ * and TIME_WAIT stays with the initiator: data first. When the responder ends the stream
+ * first, its FIN goes first and TIME_WAIT stays with it; the initiator answers with a FIN.
+ *
+ * The peer's FIN arrived: end our side. Returns whether the close is orderly.
+ */
+static bool sr_iw_answer_fin(struct sr_iw_conn *c)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	bool orderly, reset = false;
+	int outq = -1;
+
+	pthread_mutex_lock(&c->tx_lock);
+	orderly = !c->tx_term_sent;
+	if (!c->tx_fin_sent) {
+		c->tx_fin_sent = true;
+		if (!c->initiator && orderly && !c->fp_busy &&
+		    ioctl(c->fd, SIOCOUTQ, &outq) == 0 && outq == 0 &&
+		    setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == 0) {
+			/* The close in sr_iw_conn_close() sends the reset; nothing may enter the
+			 * socket before it (a Send completed now would be discarded by it). */
+			c->tx_dead = true;
+			reset = true;
+		}
+		if (!reset)
+			shutdown(c->fd, SHUT_WR);
+		sr_dbg("qp %u: peer's FIN answered with a %s", c->qp->ibqp.qp_num,
+		       reset ? "reset" : "FIN");
+	}
+	pthread_mutex_unlock(&c->tx_lock);
+	/* The EOF that follows our own abort or Terminate is no orderly close. */
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	orderly = orderly && !c->aborted;
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+	return orderly;
+}
+
+/* A reset between FPDUs: after our orderly FIN it is the responder's answer to it. */
+static bool sr_iw_reset_answers_fin(struct sr_iw_conn *c)
+{
+	bool answer;
+
+	pthread_mutex_lock(&c->tx_lock);
+	answer = c->initiator && c->tx_fin_pending && c->tx_fin_sent && !c->tx_term_sent;
+	pthread_mutex_unlock(&c->tx_lock);
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	answer = answer && !c->aborted;
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+	return answer;
+}
+
 static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
 {
 	struct sr_iw_conn *c = sr_container_of(h, struct sr_iw_conn, h);
@@ -216,22 +257,12 @@ static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
 		sr_iw_tx_progress(c);
 	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
 		r = sr_iw_rx(c);
-		if (r == 1) {
-			bool orderly;
-
-			/* The peer closed its side: close ours once our queued data is out. */
-			pthread_mutex_lock(&c->tx_lock);
-			if (!c->tx_fin_sent) {
-				c->tx_fin_sent = true;
-				shutdown(c->fd, SHUT_WR);
-			}
-			orderly = !c->tx_term_sent;
-			pthread_mutex_unlock(&c->tx_lock);
-			/* The EOF that follows our own abort or Terminate is no orderly close. */
-			pthread_mutex_lock(&sr_iw_fd_lock);
-			orderly = orderly && !c->aborted;
-			pthread_mutex_unlock(&sr_iw_fd_lock);
-			sr_iw_conn_close(c, orderly ? 0 : -ECONNABORTED);
+		if (r == SR_IW_RX_EOF) {
+			sr_iw_conn_close(c, sr_iw_answer_fin(c) ? 0 : -ECONNABORTED);
+			return;
+		}
+		if (r == SR_IW_RX_RESET) {
+			sr_iw_conn_close(c, sr_iw_reset_answers_fin(c) ? 0 : -ECONNRESET);
 			return;
 		}
 		if (r < 0) {
@@ -330,7 +361,6 @@ static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_iwarp_attach_params
 	c->cb = p->cb;
 	pthread_mutex_init(&c->tx_lock, NULL);
 	sr_fpdu_rx_init(&c->rx, p->mpa.crc);
-	c->ready_h.fd = -1;
 	/* RFC 6581: with P2P the initiator's RTR is its first FPDU and the responder sends
 	 * nothing before the first FPDU arrives. RFC 5044 asks the same of rev 1 responders. */
 	if (!p->initiator)

@@ -359,7 +359,7 @@ int sr_iw_rx(struct sr_iw_conn *c)
 		if (n == 0) {
 			/* EOF between FPDUs is an orderly close; inside one it is not. */
 			if (need.stage == SR_FPDU_RX_HDR && c->rx.hdr_have == 0)
-				return 1;
+				return SR_IW_RX_EOF;
 			/* The peer only half-closed, maybe: tell it why the stream dies. */
 			sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_MPA_TCP_LOST);
 			sr_iw_rx_terminate(c);
@@ -370,6 +370,10 @@ int sr_iw_rx(struct sr_iw_conn *c)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				return 0;
+			/* Everything before the reset was read: the caller decides what it means. */
+			if (errno == ECONNRESET && need.stage == SR_FPDU_RX_HDR &&
+			    c->rx.hdr_have == 0)
+				return SR_IW_RX_RESET;
 			return -errno;
 		}
 		budget = (size_t)n >= budget ? 0 : budget - (size_t)n;

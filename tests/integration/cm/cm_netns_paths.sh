@@ -57,12 +57,10 @@ wildcard)
 	sr_pass "a wildcard listener serves current and new interfaces"
 	;;
 unreachable)
-	# 10.79.0.9 "exists" (a neighbour entry) but nothing ever answers; .10 has no owner
+	# 10.79.0.9 "exists" (a neighbour entry) but nothing ever answers. (An address nobody
+	# answers ARP for already fails rdma_resolve_addr: cm_addr_resolve.)
 	ip -n "$b" neigh add 10.79.0.9 lladdr 02:00:00:00:00:99 dev sr1 nud permanent
-	inns "$b" "$CALLS" unreachable 10.79.0.9 17812 110 >"$out" 2>&1 &
-	p1=$!
-	inns "$b" "$CALLS" unreachable 10.79.0.10 17812 113 || sr_fail "no ARP answer"
-	wait "$p1" || { cat "$out"; sr_fail "no TCP answer"; }
+	inns "$b" "$CALLS" unreachable 10.79.0.9 17812 110 >"$out" 2>&1 || { cat "$out"; sr_fail "no TCP answer"; }
 	cat "$out"
 	sr_pass "unanswered destinations are UNREACHABLE"
 	;;

@@ -101,7 +101,7 @@ void dp_connect(struct dp_pair *p, const struct dp_opts *o)
 	freeaddrinfo(ai);
 }
 
-void dp_disconnect(struct dp_pair *p)
+void dp_disconnect_wait(struct dp_pair *p)
 {
 	struct rdma_cm_event *ev;
 	struct pollfd pfd = { .fd = p->ec->fd, .events = POLLIN };
@@ -115,6 +115,10 @@ void dp_disconnect(struct dp_pair *p)
 			rdma_disconnect(p->srv.id); /* answer, as applications do */
 	}
 	DP_CHECK(seen == 2, "expected two DISCONNECTED events, got %d", seen);
+}
+
+void dp_teardown(struct dp_pair *p)
+{
 	for (struct dp_side *s = &p->cli; s; s = s == &p->cli ? &p->srv : NULL) {
 		struct ibv_wc wc;
 
@@ -129,6 +133,12 @@ void dp_disconnect(struct dp_pair *p)
 	}
 	rdma_destroy_id(p->listen);
 	rdma_destroy_event_channel(p->ec);
+}
+
+void dp_disconnect(struct dp_pair *p)
+{
+	dp_disconnect_wait(p);
+	dp_teardown(p);
 }
 
 struct ibv_wc dp_wait_wc(struct ibv_cq *cq, int timeout_ms)

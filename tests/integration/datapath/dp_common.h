@@ -45,6 +45,12 @@ struct dp_opts {
 };
 
 void dp_connect(struct dp_pair *p, const struct dp_opts *o);
+/* The client disconnects, the server answers; returns with both DISCONNECTED events seen
+ * (every completion of both QPs is in their CQs by then). */
+void dp_disconnect_wait(struct dp_pair *p);
+/* Destroy both sides and the listener. */
+void dp_teardown(struct dp_pair *p);
+/* dp_disconnect_wait, then dp_teardown. */
 void dp_disconnect(struct dp_pair *p);
 /* Wait for one completion on cq (polling, bounded); returns it. */
 struct ibv_wc dp_wait_wc(struct ibv_cq *cq, int timeout_ms);

@@ -541,6 +541,75 @@ static void case_peer_close(void)
 	}
 }
 
+/*
+ * The active side disconnects while the passive side's Sends are still on their way. The
+ * passive side answers the active side's FIN with a reset when all its bytes are
+ * acknowledged (so the active side keeps no TIME_WAIT), and the active side reads everything
+ * that arrived before the reset. Whatever the timing: every Send the server saw complete
+ * successfully is received intact and in order by the client, the others are flushed.
+ */
+static void case_close_race(void)
+{
+	enum { MSGS = 16, LEN = 256 };
+
+	for (int i = 0; i < 200; i++) {
+		static uint8_t src[MSGS][LEN], dst[MSGS][LEN];
+		int sent = 0, got = 0, flushed = 0;
+		struct ibv_mr *smr, *dmr;
+		struct dp_pair p;
+		struct ibv_wc wc;
+
+		dp_connect(&p, NULL);
+		smr = dp_reg(p.srv.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+		dmr = dp_reg(p.cli.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE);
+		memset(dst, 0, sizeof(dst));
+		for (int k = 0; k < MSGS; k++) {
+			dp_fill(src[k], LEN, (uint32_t)(i * MSGS + k));
+			dp_post_recv(&p.cli, 100 + (uint64_t)k, dmr, dst[k], LEN);
+		}
+		/* Half the runs let the first Sends go before the FIN, half race all of them. */
+		for (int k = 0; k < MSGS; k++) {
+			if (k == (i % 2 ? MSGS / 2 : 0))
+				rdma_disconnect(p.cli.id);
+			if (dp_post_send(&p.srv, IBV_WR_SEND, (uint64_t)k, smr, src[k], LEN, 0, 0,
+					 IBV_SEND_SIGNALED))
+				break; /* the QP is in ERR already */
+		}
+		dp_disconnect_wait(&p);
+		while (ibv_poll_cq(p.srv.cq, 1, &wc) > 0) {
+			if (wc.status != IBV_WC_SUCCESS) {
+				DP_CHECK(wc.status == IBV_WC_WR_FLUSH_ERR, "send: %s",
+					 ibv_wc_status_str(wc.status));
+				continue;
+			}
+			DP_CHECK(wc.wr_id == (uint64_t)sent, "run %d: send %llu completed out of order",
+				 i, (unsigned long long)wc.wr_id);
+			sent++;
+		}
+		while (ibv_poll_cq(p.cli.cq, 1, &wc) > 0) {
+			if (wc.status != IBV_WC_SUCCESS) {
+				DP_CHECK(wc.status == IBV_WC_WR_FLUSH_ERR, "recv: %s",
+					 ibv_wc_status_str(wc.status));
+				flushed++;
+				continue;
+			}
+			DP_CHECK(wc.wr_id == 100 + (uint64_t)got && wc.byte_len == LEN,
+				 "run %d: receive %llu (%u bytes) out of order", i,
+				 (unsigned long long)wc.wr_id, wc.byte_len);
+			DP_CHECK(dp_check(dst[got], LEN, (uint32_t)(i * MSGS + got)),
+				 "run %d: message %d differs", i, got);
+			got++;
+		}
+		DP_CHECK(got == sent, "run %d: the server completed %d Sends, the client received %d",
+			 i, sent, got);
+		DP_CHECK(got + flushed == MSGS, "run %d: %d receives neither completed nor flushed",
+			 i, MSGS - got - flushed);
+		ibv_dereg_mr(smr);
+		ibv_dereg_mr(dmr);
+		dp_teardown(&p);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *c = argc > 1 ? argv[1] : "";
@@ -577,6 +646,8 @@ int main(int argc, char **argv)
 		case_no_recv();
 	else if (!strcmp(c, "peer_close"))
 		case_peer_close();
+	else if (!strcmp(c, "close_race"))
+		case_close_race();
 	else {
 		fprintf(stderr, "usage: dp_test CASE\n");
 		return 2;

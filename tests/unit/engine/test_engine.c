@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* The progress engine: callbacks run on its thread; del waits for a running callback. */
+/* The progress engine: callbacks and timers run on its thread; del and cancel wait for a
+ * running callback; timers fire in deadline order, cancelled ones never. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -111,6 +112,104 @@ static void bad_fd_is_an_error(void **state)
 	sr_engine_del(&p.h); /* not registered: a no-op */
 }
 
+/* ------------------------------------------------------------ timers -- */
+
+struct tprobe {
+	struct sr_engine_timer t;
+	atomic_int fired;
+	atomic_bool in_cb;
+	atomic_bool on_engine;
+	int sleep_ms;
+	int order;            /* position among all expiries of the test */
+};
+
+static atomic_int g_order;
+
+static void tprobe_cb(struct sr_engine_timer *t)
+{
+	struct tprobe *p = sr_container_of(t, struct tprobe, t);
+	struct timespec d = { 0, (long)p->sleep_ms * 1000000L };
+
+	atomic_store(&p->in_cb, true);
+	atomic_store(&p->on_engine, sr_engine_in_thread());
+	p->order = atomic_fetch_add(&g_order, 1);
+	nanosleep(&d, NULL);
+	atomic_fetch_add(&p->fired, 1);
+	atomic_store(&p->in_cb, false);
+}
+
+static void wait_fired(struct tprobe *p)
+{
+	for (int i = 0; i < 10000 && !atomic_load(&p->fired); i++)
+		usleep(1000);
+	assert_int_equal(atomic_load(&p->fired), 1);
+}
+
+static void timer_fires_once_on_engine(void **state)
+{
+	struct tprobe p = { .t = { .cb = tprobe_cb } };
+
+	assert_int_equal(sr_engine_timer_arm(&p.t, 5), 0);
+	wait_fired(&p);
+	assert_true(atomic_load(&p.on_engine));
+	sr_engine_timer_cancel(&p.t); /* after expiry: a no-op */
+}
+
+/* Expiries follow the deadlines (read back from the timers, so a stall of this thread
+ * between two arms cannot make the expectation wrong). */
+static void timers_fire_in_deadline_order(void **state)
+{
+	struct tprobe p[4] = { 0 };
+	const unsigned int ms[4] = { 120, 40, 80, 20 };
+
+	atomic_store(&g_order, 0);
+	for (int i = 0; i < 4; i++) {
+		p[i].t.cb = tprobe_cb;
+		assert_int_equal(sr_engine_timer_arm(&p[i].t, ms[i]), 0);
+	}
+	for (int i = 0; i < 4; i++)
+		wait_fired(&p[i]);
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 4; j++)
+			if (p[i].t.deadline < p[j].t.deadline)
+				assert_true(p[i].order < p[j].order);
+}
+
+/* A cancelled timer never fires; a re-armed one fires at its new deadline. The sentinel's
+ * expiry proves it: both others were due long before it. */
+static void cancel_and_rearm(void **state)
+{
+	struct tprobe gone = { .t = { .cb = tprobe_cb } };
+	struct tprobe moved = { .t = { .cb = tprobe_cb } };
+	struct tprobe sentinel = { .t = { .cb = tprobe_cb } };
+
+	atomic_store(&g_order, 0);
+	assert_int_equal(sr_engine_timer_arm(&gone.t, 1000), 0);
+	assert_int_equal(sr_engine_timer_arm(&moved.t, 60000), 0);
+	assert_int_equal(sr_engine_timer_arm(&sentinel.t, 1500), 0);
+	sr_engine_timer_cancel(&gone.t);
+	assert_int_equal(sr_engine_timer_arm(&moved.t, 10), 0);
+	wait_fired(&sentinel);
+	wait_fired(&moved);
+	assert_true(moved.t.deadline < sentinel.t.deadline);
+	assert_int_equal(moved.order, 0);
+	assert_int_equal(sentinel.order, 1);
+	assert_int_equal(atomic_load(&gone.fired), 0);
+}
+
+static void cancel_waits_for_running_callback(void **state)
+{
+	struct tprobe p = { .t = { .cb = tprobe_cb }, .sleep_ms = 200 };
+
+	assert_int_equal(sr_engine_timer_arm(&p.t, 1), 0);
+	for (int i = 0; i < 10000 && !atomic_load(&p.in_cb); i++)
+		usleep(500);
+	assert_true(atomic_load(&p.in_cb));
+	sr_engine_timer_cancel(&p.t); /* must not return while the callback runs */
+	assert_false(atomic_load(&p.in_cb));
+	assert_int_equal(atomic_load(&p.fired), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -118,6 +217,10 @@ int main(void)
 		cmocka_unit_test(del_waits_for_running_callback),
 		cmocka_unit_test(many_handlers_and_slot_reuse),
 		cmocka_unit_test(bad_fd_is_an_error),
+		cmocka_unit_test(timer_fires_once_on_engine),
+		cmocka_unit_test(timers_fire_in_deadline_order),
+		cmocka_unit_test(cancel_and_rearm),
+		cmocka_unit_test(cancel_waits_for_running_callback),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
