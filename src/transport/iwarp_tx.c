@@ -20,12 +20,19 @@
 /* Work done per call before yielding, so one connection cannot starve the others. */
 #define SR_IW_TX_BUDGET 256
 
-static void sr_iw_refresh_mss(struct sr_iw_conn *c)
+/*
+ * FPDUs follow the connection's current MSS, which shrinks when the path MTU does. It is read
+ * (one getsockopt) before every message that spans more than one FPDU, where the call is
+ * spread over the FPDUs, and before every 64th small one, which only the old size would
+ * split: after a shrink, at most 63 single-FPDU messages go out sized for the old MSS (TCP
+ * splits them; nothing is lost).
+ */
+static void sr_iw_refresh_mss(struct sr_iw_conn *c, uint32_t msg_len)
 {
 	int mss = 0;
 	socklen_t len = sizeof(mss);
 
-	if (c->mulpdu && ++c->mss_age < 64)
+	if (c->mulpdu && msg_len <= c->mulpdu && ++c->mss_age < 64)
 		return;
 	c->mss_age = 0;
 	if (getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 || mss <= 0)
@@ -257,7 +264,7 @@ static bool sr_iw_start_wqe(struct sr_iw_conn *c)
 	}
 	if (w->opcode != IBV_WR_RDMA_WRITE)
 		c->send_msn++;
-	sr_iw_refresh_mss(c);
+	sr_iw_refresh_mss(c, (uint32_t)w->length);
 	sr_ddp_segmenter_init(&c->seg, (uint32_t)w->length, c->mulpdu,
 			      w->opcode == IBV_WR_RDMA_WRITE ? SR_DDP_TAGGED_HDR_LEN :
 							      SR_DDP_UNTAGGED_HDR_LEN);
@@ -354,7 +361,7 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 		 * so freeing it earlier would let an ORD-violating peer go unnoticed.
 		 */
 		c->cur_resp = c->resp[c->resp_head];
-		sr_iw_refresh_mss(c);
+		sr_iw_refresh_mss(c, c->cur_resp.len);
 		sr_ddp_segmenter_init(&c->seg, c->cur_resp.len, c->mulpdu, SR_DDP_TAGGED_HDR_LEN);
 		c->kind = SR_IW_TX_RRESP;
 		c->src.n = 0;
