@@ -416,7 +416,7 @@ static inline size_t sr_cm_pd_max(bool enhanced)
 	return enhanced ? SR_MPA_ULP_PD_MAX_V2 : 255;
 }
 
-/* conn.c: QP moves, lock NOT held */
+/* qp.c: QP moves, lock NOT held */
 /* RTR then RTS with the negotiated IRD/ORD (rdma_init_qp_attr). */
 int sr_cm_qp_to_rts(struct sr_cm_id *id, struct ibv_qp *qp);
 void sr_cm_qp_to_err(struct ibv_qp *qp);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * A connection's socket while the CM owns it (struct sr_cm_conn): engine registration and
- * dispatch by phase, its deadline (an engine timer), frame I/O, MPA parameters and the QP
- * moves around them. The hand-over to the transport is link.c, the QP-less stream's end
- * stream.c.
+ * dispatch by phase, its deadline (an engine timer), its graceful close, frame I/O and MPA
+ * parameters. The QP moves around the handshake are qp.c's, the hand-over to the transport
+ * link.c, the QP-less stream's end stream.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -367,34 +367,4 @@ void sr_cm_peer_evparam(struct sr_cm_id *id, const struct sr_mpa_params *peer,
 		out->initiator_depth = (uint8_t)max_id;
 		out->responder_resources = (uint8_t)max_rr;
 	}
-}
-
-/* -------------------------------------------------------------- QP moves -- */
-
-int sr_cm_qp_to_rts(struct sr_cm_id *id, struct ibv_qp *qp)
-{
-	struct ibv_qp_attr attr;
-	int mask, err;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTR;
-	if (rdma_init_qp_attr(&id->id, &attr, &mask))
-		return -errno;
-	err = ibv_modify_qp(qp, &attr, mask);
-	if (err)
-		return -err;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	if (rdma_init_qp_attr(&id->id, &attr, &mask))
-		return -errno;
-	err = ibv_modify_qp(qp, &attr, mask);
-	return err ? -err : 0;
-}
-
-void sr_cm_qp_to_err(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
-
-	if (qp)
-		ibv_modify_qp(qp, &attr, IBV_QP_STATE);
 }

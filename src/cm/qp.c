@@ -3,7 +3,8 @@
  * QPs and SRQs made through the CM: rdma_create_qp(_ex), rdma_destroy_qp, rdma_init_qp_attr,
  * rdma_create_srq(_ex), rdma_destroy_srq. The library supplies what the application left
  * out (default PD, CQs with completion channels whose context is the id, as rdma_verbs.h's
- * helpers assert) and moves a new QP to INIT.
+ * helpers assert) and moves a new QP to INIT; the handshake's moves to RTS and to error are
+ * here too.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -326,4 +327,35 @@ SR_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 		return;
 	ibv_destroy_srq(id->srq);
 	id->srq = NULL;
+}
+
+/* ------------------------------------------------- the CM's QP moves -- */
+
+/* RTR then RTS with what rdma_init_qp_attr gives for the negotiated connection. */
+int sr_cm_qp_to_rts(struct sr_cm_id *id, struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr;
+	int mask, err;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	if (rdma_init_qp_attr(&id->id, &attr, &mask))
+		return -errno;
+	err = ibv_modify_qp(qp, &attr, mask);
+	if (err)
+		return -err;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	if (rdma_init_qp_attr(&id->id, &attr, &mask))
+		return -errno;
+	err = ibv_modify_qp(qp, &attr, mask);
+	return err ? -err : 0;
+}
+
+void sr_cm_qp_to_err(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+
+	if (qp)
+		ibv_modify_qp(qp, &attr, IBV_QP_STATE);
 }
