@@ -68,8 +68,12 @@
 #define SR_CM_DISCONNECT_TIMEOUT_MS 3000
 /* Listen backlog bounds (net.rdma_ucm.max_backlog default). */
 #define SR_CM_MAX_BACKLOG 1024
-/* Half-open MPA handshakes one listener keeps at most. */
+/* Half-open MPA handshakes one listener keeps at most, and from one source address; over
+ * either bound the oldest is dropped for the newcomer (passive.c). */
 #define SR_CM_MAX_HANDSHAKES 1024
+#define SR_CM_MAX_HANDSHAKES_PER_SOURCE 64
+/* A listener whose accept() ran out of descriptors or memory rests this long. */
+#define SR_CM_ACCEPT_PAUSE_MS 100
 /* Event private data buffer (RDMA_MAX_PRIVATE_DATA). */
 #define SR_CM_PD_MAX 256
 
@@ -228,6 +232,7 @@ struct sr_cm_id {
 
 	/* listener */
 	struct sr_engine_handler listen_h;
+	struct sr_engine_timer accept_pause; /* accept() failed for lack of fds: resume later */
 	int backlog;
 	unsigned int queued_reqs;    /* CONNECT_REQUESTs queued, not yet fetched */
 	unsigned int handshakes;     /* half-open MPA exchanges in progress */
@@ -363,7 +368,8 @@ struct sr_cm_conn {
 	bool shut_wr;                   /* we sent our FIN (QP-less disconnect) */
 	struct sr_cm_id *id;            /* owner, once there is one */
 	struct sr_cm_id *listener;      /* passive handshake: the listener */
-	struct sr_list node;            /* listener->hs_list */
+	struct sr_list node;            /* listener->hs_list, oldest first */
+	struct sockaddr_storage peer;   /* passive handshake: the source (per-source bound) */
 	struct sr_mpa_hdr_info hi;
 	bool hdr_done;                  /* hi holds the parsed header */
 	size_t off, len;                /* progress through buf */

@@ -190,8 +190,10 @@ SR_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	pthread_mutex_unlock(&sr_cm_lock);
 
 	/* Unlocked: engine callbacks we wait for in sr_engine_del() may need the lock. */
-	if (prev == SR_CM_LISTEN)
+	if (prev == SR_CM_LISTEN) {
+		sr_engine_timer_cancel(&s->accept_pause);
 		sr_engine_del(&s->listen_h);
+	}
 	if (c) {
 		if (prev == SR_CM_CONN_RECV)
 			sr_cm_send_reject(c->sock.fd, &s->peer, NULL, 0);

@@ -170,29 +170,90 @@ void sr_cm_passive_timeout(struct sr_cm_conn *c)
 	sr_cm_passive_drop(c, NULL);
 }
 
+/*
+ * Room for one more half-open handshake on l from peer (lock held; may unlock and relock).
+ * A flood of idle sockets must not keep real clients out: real clients send their Request
+ * right after connecting, so dropping the oldest handshake of the same source (beyond
+ * SR_CM_MAX_HANDSHAKES_PER_SOURCE) or of all (beyond SR_CM_MAX_HANDSHAKES) makes room that
+ * only sockets which send nothing lose. Each handshake holds one descriptor, its socket.
+ */
+static void sr_cm_make_room_locked(struct sr_cm_id *l, const struct sockaddr *peer)
+{
+	struct sr_cm_conn *oldest_src = NULL, *victim = NULL;
+	unsigned int same = 0;
+	struct sr_list *pos, *tmp;
+
+	sr_list_for_each_safe(pos, tmp, &l->hs_list) {
+		struct sr_cm_conn *c = sr_list_entry(pos, struct sr_cm_conn, node);
+
+		if (sr_addr_same_ip((struct sockaddr *)&c->peer, peer)) {
+			if (!oldest_src)
+				oldest_src = c;
+			same++;
+		}
+	}
+	if (same >= SR_CM_MAX_HANDSHAKES_PER_SOURCE)
+		victim = oldest_src;
+	else if (l->handshakes >= SR_CM_MAX_HANDSHAKES)
+		victim = sr_list_first(&l->hs_list, struct sr_cm_conn, node);
+	if (!victim)
+		return;
+	sr_dbg("listener %p: half-open handshakes full, dropping the oldest", (void *)l);
+	sr_cm_passive_drop(victim, NULL); /* unlocks */
+	pthread_mutex_lock(&sr_cm_lock);
+}
+
+/* The listener rested after running out of descriptors: accept again. */
+static void sr_cm_accept_resume(struct sr_engine_timer *t)
+{
+	struct sr_cm_id *l = sr_container_of(t, struct sr_cm_id, accept_pause);
+
+	pthread_mutex_lock(&sr_cm_lock);
+	if (l->state == SR_CM_LISTEN)
+		sr_engine_mod(&l->listen_h, EPOLLIN);
+	pthread_mutex_unlock(&sr_cm_lock);
+}
+
 static void sr_cm_listen_cb(struct sr_engine_handler *h, uint32_t events)
 {
 	struct sr_cm_id *l = sr_container_of(h, struct sr_cm_id, listen_h);
 
 	/* a bounded batch per wakeup keeps the engine fair to everybody else */
 	for (int i = 0; i < 64; i++) {
-		int fd = accept4(h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage peer;
+		socklen_t plen = sizeof(peer);
+		int fd = accept4(h->fd, (struct sockaddr *)&peer, &plen,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct sr_cm_conn *c;
 
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				sr_warn("accept: %m");
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			sr_warn("accept: %m");
+			/*
+			 * Out of descriptors or memory: the connection stays queued and the
+			 * listener readable, and a level-triggered epoll would call us again at
+			 * once, forever. Stop watching it for a while instead.
+			 */
+			pthread_mutex_lock(&sr_cm_lock);
+			if (l->state == SR_CM_LISTEN) {
+				sr_engine_mod(&l->listen_h, 0);
+				l->accept_pause.cb = sr_cm_accept_resume;
+				sr_engine_timer_arm(&l->accept_pause, SR_CM_ACCEPT_PAUSE_MS);
+			}
+			pthread_mutex_unlock(&sr_cm_lock);
 			return;
 		}
 		pthread_mutex_lock(&sr_cm_lock);
-		if (l->state != SR_CM_LISTEN || l->handshakes >= SR_CM_MAX_HANDSHAKES) {
+		if (l->state != SR_CM_LISTEN) {
 			pthread_mutex_unlock(&sr_cm_lock);
 			close(fd);
 			continue;
 		}
-		c = sr_cm_conn_new(fd);
+		sr_cm_make_room_locked(l, (struct sockaddr *)&peer);
+		c = l->state == SR_CM_LISTEN ? sr_cm_conn_new(fd) : NULL;
 		if (!c) {
 			pthread_mutex_unlock(&sr_cm_lock);
 			close(fd);
@@ -201,6 +262,7 @@ static void sr_cm_listen_cb(struct sr_engine_handler *h, uint32_t events)
 		c->phase = SR_CONN_READ_REQ;
 		c->len = SR_MPA_RR_HDR_LEN;
 		c->listener = l;
+		memcpy(&c->peer, &peer, sizeof(peer));
 		sr_list_add_tail(&l->hs_list, &c->node);
 		l->handshakes++;
 		if (sr_engine_add(&c->sock, EPOLLIN | EPOLLRDHUP) ||
