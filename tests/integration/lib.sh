@@ -63,6 +63,23 @@ sr_veth_pair() {
 	done
 }
 
+# Run a test program of this build tree in namespace $1 (it links our libraries itself).
+sr_in_ns() {
+	local ns=$1
+	shift
+	ip netns exec "$ns" env ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} ASAN_OPTIONS=detect_leaks=0 "$@"
+}
+
+# Wait (up to 20 s) until file $1 holds a line matching $2, else print it and fail.
+sr_wait_output() {
+	for _ in $(seq 400); do
+		grep -q "$2" "$1" && return 0
+		sleep 0.05
+	done
+	cat "$1"
+	sr_fail "no '$2' after 20 s"
+}
+
 # Where a server/client test runs: sets SR_ADDR (the server's address) and the command
 # prefixes SR_SRV / SR_CLI that run a program on the server's / client's host.
 #   lo4: 127.0.0.1   lo6: ::1   netns: two namespaces joined by a veth, 10.<net>.0.1 <- .2

@@ -12,8 +12,7 @@ a=$(sr_netns_add adra)
 b=$(sr_netns_add adrb)
 sr_veth_pair "$a" "$b" 78
 
-inns() { ip netns exec "$a" env ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
-	ASAN_OPTIONS=detect_leaks=0 "$@"; }
+inns() { sr_in_ns "$a" "$@"; }
 neigh() { ip -n "$a" neigh show "$1" dev sr0; }
 
 # the peer answers: the entry goes from absent to valid, the id resolves

@@ -12,23 +12,19 @@ T="$SR_TESTBIN/cm_events"
 a=$(sr_netns_add eva)
 b=$(sr_netns_add evb)
 sr_veth_pair "$a" "$b" 79
-inns() { local ns=$1; shift; ip netns exec "$ns" env ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
-	ASAN_OPTIONS=detect_leaks=0 "$@"; }
 slog=$(mktemp)
 trap 'rm -f "$slog" "$clog"; sr_cleanup' EXIT
-inns "$b" "$T" serve 10.79.0.2 7400 >"$slog" 2>&1 &
-for _ in $(seq 200); do grep -q LISTENING "$slog" && break; sleep 0.05; done
-grep -q LISTENING "$slog" || { cat "$slog"; sr_fail "server did not listen"; }
+sr_in_ns "$b" "$T" serve 10.79.0.2 7400 >"$slog" 2>&1 &
+sr_wait_output "$slog" LISTENING
 
 # watch <expected event> <what to do once connected...>
 watch() {
 	local ev=$1 pid
 	shift
 	clog=$(mktemp)
-	inns "$a" "$T" watch 10.79.0.2 "${port:-7400}" "$ev" ${qp:-} >"$clog" 2>&1 &
+	sr_in_ns "$a" "$T" watch 10.79.0.2 "${port:-7400}" "$ev" ${qp:-} >"$clog" 2>&1 &
 	pid=$!
-	for _ in $(seq 400); do grep -q CONNECTED "$clog" && break; sleep 0.05; done
-	grep -q CONNECTED "$clog" || { cat "$clog"; sr_fail "$ev: no connection"; }
+	sr_wait_output "$clog" CONNECTED
 	"$@"
 	wait "$pid" || { cat "$clog"; sr_fail "$ev after: $*"; }
 	cat "$clog"
@@ -56,8 +52,8 @@ watch ADDR_CHANGE ip -n "$a" route add 10.79.0.2/32 via 10.80.0.2 dev sr2
 ip -n "$a" route del 10.79.0.2/32
 
 # the client's interface is deleted; with a QP, its posted receive is flushed
-inns "$b" "$T" serve 10.79.0.2 7406 qp >"$slog.qp" 2>&1 &
-for _ in $(seq 200); do grep -q LISTENING "$slog.qp" && break; sleep 0.05; done
+sr_in_ns "$b" "$T" serve 10.79.0.2 7406 qp >"$slog.qp" 2>&1 &
+sr_wait_output "$slog.qp" LISTENING
 port=7406 qp=qp watch DEVICE_REMOVAL ip -n "$a" link del sr0
 grep -q "receive flushed" "$clog" || sr_fail "no flushed receive after DEVICE_REMOVAL"
 rm -f "$slog.qp"

@@ -8,6 +8,5 @@ T="$SR_TESTBIN/cm_flood"
 [ -x "$T" ] || sr_fail "no $T"
 ns=$(sr_netns_add flood)
 ip -n "$ns" link set lo up
-ip netns exec "$ns" env ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} ASAN_OPTIONS=detect_leaks=0 \
-	"$T" "$1" || sr_fail "cm_flood $1"
+sr_in_ns "$ns" "$T" "$1" || sr_fail "cm_flood $1"
 sr_pass "listener under a half-open flood: $1"

@@ -18,15 +18,12 @@ ip -n "$a" addr add 10.82.0.1/24 dev sr2
 ip -n "$b" addr add 10.82.0.2/24 dev sr3
 ip -n "$a" link set sr2 up
 ip -n "$b" link set sr3 up
-inns() { local ns=$1; shift; ip netns exec "$ns" env ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
-	ASAN_OPTIONS=detect_leaks=0 "$@"; }
 slog=$(mktemp)
 trap 'rm -f "$slog"; sr_cleanup' EXIT
-inns "$b" "$T" serve 0.0.0.0 7401 >"$slog" 2>&1 &
-for _ in $(seq 200); do grep -q LISTENING "$slog" && break; sleep 0.05; done
-grep -q LISTENING "$slog" || { cat "$slog"; sr_fail "server did not listen"; }
+sr_in_ns "$b" "$T" serve 0.0.0.0 7401 >"$slog" 2>&1 &
+sr_wait_output "$slog" LISTENING
 
-expect() { inns "$a" "$T" expect "$@" || sr_fail "expect $*"; }
+expect() { sr_in_ns "$a" "$T" expect "$@" || sr_fail "expect $*"; }
 
 ip netns exec "$b" nft add table inet srt || sr_skip "nftables does not work here"
 ip netns exec "$b" nft add chain inet srt in '{ type filter hook input priority 0; }'
@@ -41,10 +38,10 @@ expect - 10.81.0.2 7401 CONNECT_RESPONSE
 # policy routing: from 10.82.0.1, 10.81.0.2 is reached over the second link
 ip -n "$a" route add 10.81.0.2/32 via 10.82.0.2 dev sr2 table 100
 ip -n "$a" rule add from 10.82.0.1 lookup 100
-out=$(inns "$a" "$T" expect 10.82.0.1 10.81.0.2 7401 CONNECT_RESPONSE) ||
+out=$(sr_in_ns "$a" "$T" expect 10.82.0.1 10.81.0.2 7401 CONNECT_RESPONSE) ||
 	{ echo "$out"; sr_fail "policy route connect"; }
 echo "$out"
 echo "$out" | grep -q "device sriw_sr2" || sr_fail "the policy route's interface was not used"
-out=$(inns "$a" "$T" expect - 10.81.0.2 7401 CONNECT_RESPONSE) || sr_fail "main table connect"
+out=$(sr_in_ns "$a" "$T" expect - 10.81.0.2 7401 CONNECT_RESPONSE) || sr_fail "main table connect"
 echo "$out" | grep -q "device sriw_sr0" || sr_fail "the main table's interface was not used"
 sr_pass "firewall reject/drop/accept and source policy routing apply to RDMA connections"

@@ -15,8 +15,7 @@ sr_veth_pair "$a" "$b" 77
 ip -n "$a" addr add fe80::77:1/64 dev sr0 nodad
 ip -n "$b" addr add fe80::77:2/64 dev sr1 nodad
 
-inns() { local ns=$1; shift; ip netns exec "$ns" env ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
-	ASAN_OPTIONS=detect_leaks=0 "$@"; }
+inns() { sr_in_ns "$@"; }
 
 # pair <server ns> <server addr> <server dev> <client ns> <connect addr> <client dev> <port>
 pair() {

@@ -27,8 +27,7 @@ veth() { # veth <a dev> <b dev> <net>
 for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
 veth sr0 sr1 79
 
-inns() { local ns=$1; shift; ip netns exec "$ns" env ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
-	ASAN_OPTIONS=detect_leaks=0 "$@"; }
+inns() { sr_in_ns "$@"; }
 # wait_for <file> <text>: the background program printed text
 wait_for() {
 	local i

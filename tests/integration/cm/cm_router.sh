@@ -82,11 +82,10 @@ rping_across 10.85.2.2 7403 2000 disturb
 # the gateway's MAC changes under a connected id: ADDR_CHANGE
 out=$(mktemp)
 sr_run_on ip netns exec "$B" -- "$T" serve 10.85.2.2 7405 >"$out" 2>&1 &
-for _ in $(seq 200); do grep -q LISTENING "$out" && break; sleep 0.05; done
+sr_wait_output "$out" LISTENING
 sr_run_on ip netns exec "$A" -- "$T" watch 10.85.2.2 7405 ADDR_CHANGE >"$clog" 2>&1 &
 wpid=$!
-for _ in $(seq 400); do grep -q CONNECTED "$clog" && break; sleep 0.05; done
-grep -q CONNECTED "$clog" || { cat "$clog"; sr_fail "no connection through the router"; }
+sr_wait_output "$clog" CONNECTED
 ip -n "$R" link set sr1 address 02:85:00:00:00:fe
 ip -n "$A" neigh replace 10.85.1.254 lladdr 02:85:00:00:00:fe dev sr0 nud reachable
 wait "$wpid" || { cat "$clog"; sr_fail "no ADDR_CHANGE for the gateway's MAC"; }
