@@ -69,9 +69,11 @@
 /* Listen backlog bounds (net.rdma_ucm.max_backlog default). */
 #define SR_CM_MAX_BACKLOG 1024
 /* Half-open MPA handshakes one listener keeps at most, and from one source address; over
- * either bound the oldest is dropped for the newcomer (passive.c). */
+ * either bound the oldest idle one (nothing received for SR_CM_HANDSHAKE_IDLE_MS) is
+ * dropped for the newcomer (passive.c). */
 #define SR_CM_MAX_HANDSHAKES 1024
-#define SR_CM_MAX_HANDSHAKES_PER_SOURCE 64
+#define SR_CM_MAX_HANDSHAKES_PER_SOURCE 256
+#define SR_CM_HANDSHAKE_IDLE_MS 200
 /* A listener whose accept() ran out of descriptors or memory rests this long. */
 #define SR_CM_ACCEPT_PAUSE_MS 100
 /* Event private data buffer (RDMA_MAX_PRIVATE_DATA). */
@@ -370,6 +372,7 @@ struct sr_cm_conn {
 	struct sr_cm_id *listener;      /* passive handshake: the listener */
 	struct sr_list node;            /* listener->hs_list, oldest first */
 	struct sockaddr_storage peer;   /* passive handshake: the source (per-source bound) */
+	uint64_t accepted_ns;           /* passive handshake: when (CLOCK_MONOTONIC) */
 	struct sr_mpa_hdr_info hi;
 	bool hdr_done;                  /* hi holds the parsed header */
 	size_t off, len;                /* progress through buf */

@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cm/cm_priv.h"
@@ -170,37 +172,81 @@ void sr_cm_passive_timeout(struct sr_cm_conn *c)
 	sr_cm_passive_drop(c, NULL);
 }
 
+static uint64_t sr_cm_mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* A handshake that has received nothing for SR_CM_HANDSHAKE_IDLE_MS since it was accepted. */
+static bool sr_cm_hs_idle(struct sr_cm_conn *c, uint64_t now)
+{
+	int pending = 0;
+
+	if (now - c->accepted_ns < (uint64_t)SR_CM_HANDSHAKE_IDLE_MS * 1000000u)
+		return false;
+	return c->off == 0 && ioctl(c->sock.fd, FIONREAD, &pending) == 0 && pending == 0;
+}
+
 /*
  * Room for one more half-open handshake on l from peer (lock held; may unlock and relock).
- * A flood of idle sockets must not keep real clients out: real clients send their Request
- * right after connecting, so dropping the oldest handshake of the same source (beyond
- * SR_CM_MAX_HANDSHAKES_PER_SOURCE) or of all (beyond SR_CM_MAX_HANDSHAKES) makes room that
- * only sockets which send nothing lose. Each handshake holds one descriptor, its socket.
+ * Returns false when there is none: the newcomer is then refused. A flood of idle sockets
+ * must not keep real clients out, and a real client's connect storm must not be cut: real
+ * clients send their Request right after connecting, so beyond SR_CM_MAX_HANDSHAKES_PER_SOURCE
+ * of one source, or SR_CM_MAX_HANDSHAKES in all, the oldest handshake (of that source, or of
+ * all) that has sent nothing for SR_CM_HANDSHAKE_IDLE_MS is dropped for the newcomer. Over the
+ * per-source bound with no idle one to drop, the newcomer is admitted; over the total, refused.
+ * Each handshake holds one descriptor, its socket.
  */
-static void sr_cm_make_room_locked(struct sr_cm_id *l, const struct sockaddr *peer)
+static bool sr_cm_make_room_locked(struct sr_cm_id *l, const struct sockaddr *peer)
 {
-	struct sr_cm_conn *oldest_src = NULL, *victim = NULL;
-	unsigned int same = 0;
+	bool full = l->handshakes >= SR_CM_MAX_HANDSHAKES, by_source;
+	struct sr_cm_conn *victim = NULL;
+	uint64_t now = sr_cm_mono_ns();
+	unsigned int same = 0, looked = 0;
 	struct sr_list *pos, *tmp;
 
+	sr_list_for_each_safe(pos, tmp, &l->hs_list)
+		same += sr_addr_same_ip((struct sockaddr *)&sr_list_entry(pos, struct sr_cm_conn,
+									  node)->peer, peer);
+	by_source = same >= SR_CM_MAX_HANDSHAKES_PER_SOURCE;
+	if (!by_source && !full)
+		return true;
+	/* the oldest idle one, of the source first; only the 16 oldest candidates are asked
+	 * (a system call each): idle sockets are the old ones */
 	sr_list_for_each_safe(pos, tmp, &l->hs_list) {
 		struct sr_cm_conn *c = sr_list_entry(pos, struct sr_cm_conn, node);
 
-		if (sr_addr_same_ip((struct sockaddr *)&c->peer, peer)) {
-			if (!oldest_src)
-				oldest_src = c;
-			same++;
+		if (by_source && !sr_addr_same_ip((struct sockaddr *)&c->peer, peer))
+			continue;
+		if (sr_cm_hs_idle(c, now)) {
+			victim = c;
+			break;
+		}
+		if (++looked == 16)
+			break;
+	}
+	if (!victim && by_source && full) {
+		looked = 0;
+		sr_list_for_each_safe(pos, tmp, &l->hs_list) {
+			struct sr_cm_conn *c = sr_list_entry(pos, struct sr_cm_conn, node);
+
+			if (sr_cm_hs_idle(c, now)) {
+				victim = c;
+				break;
+			}
+			if (++looked == 16)
+				break;
 		}
 	}
-	if (same >= SR_CM_MAX_HANDSHAKES_PER_SOURCE)
-		victim = oldest_src;
-	else if (l->handshakes >= SR_CM_MAX_HANDSHAKES)
-		victim = sr_list_first(&l->hs_list, struct sr_cm_conn, node);
 	if (!victim)
-		return;
-	sr_dbg("listener %p: half-open handshakes full, dropping the oldest", (void *)l);
+		return !full;
+	sr_dbg("listener %p: half-open handshakes full, dropping an idle one", (void *)l);
 	sr_cm_passive_drop(victim, NULL); /* unlocks */
 	pthread_mutex_lock(&sr_cm_lock);
+	return true;
 }
 
 /* The listener rested after running out of descriptors: accept again. */
@@ -252,8 +298,8 @@ static void sr_cm_listen_cb(struct sr_engine_handler *h, uint32_t events)
 			close(fd);
 			continue;
 		}
-		sr_cm_make_room_locked(l, (struct sockaddr *)&peer);
-		c = l->state == SR_CM_LISTEN ? sr_cm_conn_new(fd) : NULL;
+		c = sr_cm_make_room_locked(l, (struct sockaddr *)&peer) && l->state == SR_CM_LISTEN ?
+			    sr_cm_conn_new(fd) : NULL;
 		if (!c) {
 			pthread_mutex_unlock(&sr_cm_lock);
 			close(fd);
@@ -263,6 +309,7 @@ static void sr_cm_listen_cb(struct sr_engine_handler *h, uint32_t events)
 		c->len = SR_MPA_RR_HDR_LEN;
 		c->listener = l;
 		memcpy(&c->peer, &peer, sizeof(peer));
+		c->accepted_ns = sr_cm_mono_ns();
 		sr_list_add_tail(&l->hs_list, &c->node);
 		l->handshakes++;
 		if (sr_engine_add(&c->sock, EPOLLIN | EPOLLRDHUP) ||
