@@ -34,7 +34,7 @@ uint32_t sr_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 bool sr_crc32c_hw(void);
 
 /*
- * MPA stores the CRC least-significant byte first (wire.md §1.6): the CRC of
+ * MPA stores the CRC least-significant byte first (docs/WIRE.md §1.6): the CRC of
  * 32 zero bytes, 0x8A9136AA, travels as aa 36 91 8a.
  */
 static inline void sr_crc32c_put_wire(uint8_t out[4], uint32_t crc)

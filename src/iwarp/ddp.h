@@ -182,7 +182,7 @@ bool sr_ddp_segmenter_next(struct sr_ddp_segmenter *s, struct sr_ddp_chunk *c);
  * acted on at SR_FPDU_RX_SEG_DONE.
  *
  * A zero-length RTR Write or Read carries STag 1 or 0 that must not be
- * looked up (wire.md §1.3); that is the caller's rule.
+ * looked up (docs/WIRE.md §1.3); that is the caller's rule.
  */
 enum sr_fpdu_rx_stage {
 	SR_FPDU_RX_HDR,		/* header bytes into rx->hdrbuf */

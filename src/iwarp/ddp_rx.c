@@ -318,7 +318,7 @@ static int sr_fpdu_rx_trailer_bytes(struct sr_fpdu_rx *rx, size_t n)
 	if (rx->trl_have < rx->trl_want)
 		return SR_FPDU_RX_MORE;
 
-	/* CRC off: the field is present but not checked (wire.md §1.2). */
+	/* CRC off: the field is present but not checked (docs/WIRE.md §1.2). */
 	if (rx->crc_on) {
 		uint32_t crc = sr_crc32c(rx->crc, rx->trailer, pad);
 

@@ -45,7 +45,7 @@ static int sr_mpa_params_check(const struct sr_mpa_params *p, size_t ulp_len)
 		return -EINVAL;
 	/*
 	 * Stay within what siw accepts: 256 bytes of PD_Length, v2 block
-	 * included (wire.md §4).
+	 * included (docs/WIRE.md §4).
 	 */
 	if (ulp_len > (p->enhanced ? SR_MPA_ULP_PD_MAX_V2 :
 				     SR_MPA_ULP_PD_MAX_V1))
@@ -141,7 +141,7 @@ int sr_mpa_parse_pd(const struct sr_mpa_hdr_info *hi, const uint8_t *pd,
 	out->crc = hi->flags & SR_MPA_FLAG_CRC;
 	/* R is meaningful only in a Reply; elsewhere it is a reserved bit. */
 	out->reject = hi->is_reply && (hi->flags & SR_MPA_FLAG_REJECT);
-	/* In rev 1 the enhanced bit is reserved: no block (wire.md §1.3). */
+	/* In rev 1 the enhanced bit is reserved: no block (docs/WIRE.md §1.3). */
 	out->enhanced = hi->rev == SR_MPA_REV2 &&
 			(hi->flags & SR_MPA_FLAG_ENHANCED);
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * MPA parameter negotiation (RFC 5044 flags, RFC 6581 IRD/ORD and RTR), both
- * roles, as pure functions over parsed frames. wire.md §1.2, §1.3 and §4
+ * roles, as pure functions over parsed frames. docs/WIRE.md §1.2, §1.3 and §4
  * record what Linux siw and the iWARP RNICs do; the choices below keep us
  * compatible with all of them.
  */

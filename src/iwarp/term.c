@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Error identities to Terminate causes, and the Terminate message codec
- * (RFC 5040 §4.8 layout, wire.md §3.4).
+ * (RFC 5040 §4.8 layout, docs/WIRE.md §3.4).
  *
  * Which offending headers a Terminate carries follows what siw sends, since
  * siw and tshark are the peers we are checked against: nothing when the
@@ -10,7 +10,7 @@
  * errors; DDP + RDMAP (Read Request) header for RDMAP protection errors.
  *
  * tshark decodes the copied DDP header as 14 bytes whenever EType == 1, even
- * for RDMAP-layer terminates (wire.md §5). We copy the real header length
+ * for RDMAP-layer terminates (docs/WIRE.md §5). We copy the real header length
  * (chosen by its T bit) instead; for an RDMAP protection error on a Read
  * Request tshark then shows the copy misaligned. The wire is right, the
  * dissector is not.
@@ -185,7 +185,7 @@ void sr_term_info_init(struct sr_term_info *t, enum sr_iw_err err,
 	t->ddp_hdr_len = dlen;
 	/*
 	 * The whole ULPDU length (DDP header + payload). siw puts the payload
-	 * length alone here; either is informational (wire.md §3.4).
+	 * length alone here; either is informational (docs/WIRE.md §3.4).
 	 */
 	t->ddp_seg_len = ulpdu_len;
 	t->hdrct = SR_TERM_HDRCT_M | SR_TERM_HDRCT_D;

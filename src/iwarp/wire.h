@@ -12,7 +12,7 @@
  *
  * Section numbers are cited as recalled: the RFC bodies were not readable when
  * this was written, so every value was cross-checked against
- * /work/shared/reference/wire.md (Linux siw, Wireshark, tshark captures).
+ * docs/WIRE.md (sources listed there: RFCs, Linux siw, Wireshark, tshark captures).
  */
 #ifndef SR_IWARP_WIRE_H
 #define SR_IWARP_WIRE_H
@@ -78,7 +78,7 @@ static inline void sr_put_be64(uint8_t *p, uint64_t v)
 #define SR_WOFF(type, field) offsetof(struct type, field)
 
 /* ------------------------------------------------------------------ */
-/* MPA Request/Reply frame (RFC 5044 §7.1, RFC 6581), wire.md §1.1    */
+/* MPA Request/Reply frame (RFC 5044 §7.1, RFC 6581), docs/WIRE.md §1.1    */
 /* ------------------------------------------------------------------ */
 
 /*
@@ -151,7 +151,7 @@ enum {
 #define SR_MPA_V2_IRD_ORD_UNSPEC 0x3fff
 
 /* ------------------------------------------------------------------ */
-/* MPA FPDU framing (RFC 5044), wire.md §1.5                          */
+/* MPA FPDU framing (RFC 5044), docs/WIRE.md §1.5                          */
 /* ------------------------------------------------------------------ */
 
 /* | ULPDU_Length (2) | ULPDU (N) | PAD (0..3) | CRC32c (4) | */
@@ -161,7 +161,7 @@ enum {
 #define SR_MPA_ULPDU_MAX 65535
 
 /* ------------------------------------------------------------------ */
-/* DDP (RFC 5041 §4), wire.md §2                                      */
+/* DDP (RFC 5041 §4), docs/WIRE.md §2                                      */
 /* ------------------------------------------------------------------ */
 
 /* DDP control byte, ULPDU byte 0 (RFC 5041 §4.1). */
@@ -206,7 +206,7 @@ _Static_assert(sizeof(struct sr_ddp_untagged_hdr) == 18,
 #define SR_DDP_TAGGED_HDR_LEN 14
 #define SR_DDP_UNTAGGED_HDR_LEN 18
 
-/* Untagged queue numbers assigned by RDMAP (RFC 5040), wire.md §2.4. */
+/* Untagged queue numbers assigned by RDMAP (RFC 5040), docs/WIRE.md §2.4. */
 enum {
 	SR_DDP_QN_SEND = 0,
 	SR_DDP_QN_READ_REQ = 1,
@@ -218,7 +218,7 @@ enum {
 #define SR_DDP_MSN_FIRST 1
 
 /* ------------------------------------------------------------------ */
-/* RDMAP (RFC 5040 §4), wire.md §3                                    */
+/* RDMAP (RFC 5040 §4), docs/WIRE.md §3                                    */
 /* ------------------------------------------------------------------ */
 
 /* RDMAP control byte, ULPDU byte 1 (RFC 5040 §4.1). */
@@ -267,7 +267,7 @@ _Static_assert(sizeof(struct sr_rdmap_rreq_hdr) == 28,
  * | 2 hdrct: M D R + 13 reserved bits (16) |
  * then, when D is set: DDP Segment Length (2) + the terminated DDP header
  * (14 or 18 bytes, per its T bit); then, when R is set and the terminated
- * message was a Read Request, its 28-byte RDMAP header (wire.md §3.4).
+ * message was a Read Request, its 28-byte RDMAP header (docs/WIRE.md §3.4).
  */
 struct sr_rdmap_term_hdr {
 	uint8_t layer_etype;
@@ -297,7 +297,7 @@ enum {
 	SR_TERM_LAYER_LLP = 0x2,
 };
 
-/* RDMAP EType (layer 0) and ECode (RFC 5040 §4.8, wire.md §3.4). */
+/* RDMAP EType (layer 0) and ECode (RFC 5040 §4.8, docs/WIRE.md §3.4). */
 enum {
 	SR_TERM_RDMAP_ETYPE_CATASTROPHIC = 0x0,
 	SR_TERM_RDMAP_ETYPE_PROTECTION = 0x1,
@@ -318,7 +318,7 @@ enum {
 	SR_TERM_RDMAP_UNSPECIFIED = 0xff,
 };
 
-/* DDP EType (layer 1) and ECode (RFC 5041 §7.2, wire.md §2.6). */
+/* DDP EType (layer 1) and ECode (RFC 5041 §7.2, docs/WIRE.md §2.6). */
 enum {
 	SR_TERM_DDP_ETYPE_CATASTROPHIC = 0x0,
 	SR_TERM_DDP_ETYPE_TAGGED = 0x1,
@@ -358,7 +358,7 @@ enum {
 };
 
 /* ------------------------------------------------------------------ */
-/* Whole FPDU header sizes, ULPDU_Length field included (wire.md §3.2) */
+/* Whole FPDU header sizes, ULPDU_Length field included (docs/WIRE.md §3.2) */
 /* ------------------------------------------------------------------ */
 
 #define SR_FPDU_HDR_TAGGED (SR_MPA_LEN_SIZE + SR_DDP_TAGGED_HDR_LEN)	/* 16 */

@@ -311,7 +311,7 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 		/* RFC 6581: the RTR is the first FPDU of the stream, before even a Terminate. */
 		c->tx_gate = SR_IW_GATE_PEER_READY;
 		if (c->mpa.rtr == SR_MPA_RTR_READ) {
-			struct sr_rdmap_rreq rr = { .src_stag = 1 }; /* wire.md §1.3 */
+			struct sr_rdmap_rreq rr = { .src_stag = 1 }; /* docs/WIRE.md §1.3 */
 			struct sr_iw_rreq *q;
 
 			if (!sr_iw_rreq_ring(c)) {

@@ -636,7 +636,7 @@ static void rtr_offer_bits(uint8_t *ird_hi, uint8_t *ord_hi)
 }
 
 /*
- * What our initiator puts on the wire, checked byte by byte (wire.md 1.1/1.3), and how a
+ * What our initiator puts on the wire, checked byte by byte (docs/WIRE.md §1.1, §1.3), and how a
  * hand-written rev 2 Reply's IRD/ORD come back in CONNECT_RESPONSE. Follows
  * SOFTRDMA_MPA_REV / SOFTRDMA_MPA_CRC / SOFTRDMA_MPA_RTR from the environment; the Reply
  * picks Read, else Write, else Send among the forms offered.

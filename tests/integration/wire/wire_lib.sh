@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tshark capture and decode assertions for iWARP conversations (wire.md §5, tshark 4.0.17).
+# tshark capture and decode assertions for iWARP conversations (docs/WIRE.md §5, tshark 4.0.17).
 # Sourced after ../lib.sh. Every wire_check_* prints one "ok:" line and returns 0, or prints
 # the reason and returns 1; callers turn a 1 into sr_fail with the name of their step.
 # wire_tshark_selftest.sh runs each check on hand-built good and bad captures.
@@ -266,7 +266,7 @@ wire_check_crc_off() {
 		echo "crc_flag is 0 but tshark checked $checked CRCs"
 		return 1
 	fi
-	# Informational: siw sends zeros in the unused CRC slot (wire.md §1.2).
+	# Informational: siw sends zeros in the unused CRC slot (docs/WIRE.md §1.2).
 	nonzero=$(wire_awk "$f" '{ k = split($11, a, " "); for (i = 1; i <= k; i++)
 		if (a[i] != "0x00000000") n++ } END { print n + 0 }')
 	echo "ok: crc_flag 0 in Request and Reply; $n FPDUs unchecked ($nonzero with a non-zero CRC slot)"

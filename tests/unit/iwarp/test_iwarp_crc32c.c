@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * CRC-32C: the check values of wire.md §1.6 and RFC 3720 (iSCSI), the
+ * CRC-32C: the check values of docs/WIRE.md §1.6 and RFC 3720 (iSCSI), the
  * incremental convention, hardware == table path, and the LSB-first wire
  * order MPA uses. Random buffers of every length up to 4 KiB and some large,
  * misaligned ones are checked against a bit-at-a-time reference, which

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * DDP/RDMAP over MPA: byte-exact FPDUs from wire.md §1.3/§3.3, encoder ->
+ * DDP/RDMAP over MPA: byte-exact FPDUs from docs/WIRE.md §1.3/§3.3, encoder ->
  * streaming parser round trips under every chunking, several FPDUs per
  * buffer, segmentation arithmetic, and corrupted streams, each of which must
  * fail with the right Terminate cause before any payload byte is placed.
@@ -164,7 +164,7 @@ static void test_worked_rtr(void **state)
 	struct sr_rdmap_rreq rr = { .src_stag = 1 };
 	uint8_t hdr[SR_FPDU_HDR_MAX];
 
-	/* wire.md §1.3: zero-length Write RTR, STag 1, TO 0, with CRC. */
+	/* docs/WIRE.md §1.3 (bytes in §3.3): zero-length Write RTR, STag 1, TO 0, with CRC. */
 	st_reset(true);
 	st_fpdu(hdr,
 		sr_fpdu_put_tagged(hdr, sizeof(hdr), SR_RDMAP_OP_WRITE, true, 1,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * MPA Request/Reply frames: byte-exact encoding (wire.md §1.1), build/parse
+ * MPA Request/Reply frames: byte-exact encoding (docs/WIRE.md §1.1), build/parse
  * round trips for rev 1 and rev 2 with every RTR set, private data limits,
  * parse errors and their Terminate code, negotiation in both roles, MULPDU.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Terminate messages: the worked example of wire.md §3.3, header
+ * Terminate messages: the worked example of docs/WIRE.md §3.3, header
  * attachment per layer, encode -> streaming parse round trips, lenient
  * decoding of what siw sends, and the error table.
  */

@@ -42,7 +42,7 @@ static const uint8_t rtr_read_crc[] = {
 	0, 0, 0, 0, 0, 0, 0, 0,			/* source TO 0 */
 	0xba, 0x10, 0xe3, 0xc9
 };
-_Static_assert(sizeof(rtr_read_crc) == 52, "wire.md 3.3 Read RTR");
+_Static_assert(sizeof(rtr_read_crc) == 52, "docs/WIRE.md §3.3 Read RTR");
 static const uint8_t rresp0_crc[] = { 0x00, 0x0e, 0xc1, 0x42, 0, 0, 0, 0, 0, 0, 0, 0,
 				      0,    0,    0,    0,    0x69, 0x75, 0xd6, 0xca };
 
@@ -63,7 +63,7 @@ static void rtr_case(uint8_t rtr, bool crc)
 		memcpy(exp, rtr_read_crc, elen = sizeof(rtr_read_crc));
 	} else {
 		elen = fpdu_untagged(exp, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, NULL, 0);
-		/* cross-check the builder on the wire.md shape: 00 12 41 43 ... MSN 1 */
+		/* cross-check the builder on docs/WIRE.md §3.3's Send RTR: 00 12 41 43 ... MSN 1 */
 		assert_int_equal(exp[1], 0x12);
 		assert_int_equal(exp[3], 0x43);
 	}
@@ -620,7 +620,7 @@ static void malformed_case(const struct mcase *mc)
 						0,    0,    0,    1,    0, 0, 0, 0, 0x20, 0x02,
 						0,    0,    0x7f, 0xe4, 0x25, 0x85 };
 
-		assert_memory_equal(t.r.fpdu, wire, sizeof(wire)); /* wire.md 3.3 */
+		assert_memory_equal(t.r.fpdu, wire, sizeof(wire)); /* docs/WIRE.md §3.3 */
 	}
 	raw_expect_end(&t.r);
 
