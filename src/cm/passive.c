@@ -298,8 +298,9 @@ static void sr_cm_listen_cb(struct sr_engine_handler *h, uint32_t events)
 			close(fd);
 			continue;
 		}
-		c = sr_cm_make_room_locked(l, (struct sockaddr *)&peer) && l->state == SR_CM_LISTEN ?
-			    sr_cm_conn_new(fd) : NULL;
+		c = NULL;
+		if (sr_cm_make_room_locked(l, (struct sockaddr *)&peer) && l->state == SR_CM_LISTEN)
+			c = sr_cm_conn_new(fd);
 		if (!c) {
 			pthread_mutex_unlock(&sr_cm_lock);
 			close(fd);

@@ -57,12 +57,14 @@ bool sr_neigh_parse(const struct nlmsghdr *h, struct sr_neigh *n)
 		unsigned int plen = RTA_PAYLOAD(rta);
 
 		if (rta->rta_type == NDA_DST) {
+			struct sockaddr_in *s4 = (struct sockaddr_in *)&n->addr;
+			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&n->addr;
+
 			n->addr.ss_family = nd->ndm_family;
 			if (nd->ndm_family == AF_INET && plen == 4)
-				memcpy(&((struct sockaddr_in *)&n->addr)->sin_addr, RTA_DATA(rta), 4);
+				memcpy(&s4->sin_addr, RTA_DATA(rta), 4);
 			else if (nd->ndm_family == AF_INET6 && plen == 16)
-				memcpy(&((struct sockaddr_in6 *)&n->addr)->sin6_addr, RTA_DATA(rta),
-				       16);
+				memcpy(&s6->sin6_addr, RTA_DATA(rta), 16);
 			else
 				return false;
 			if (nd->ndm_family == AF_INET6 &&

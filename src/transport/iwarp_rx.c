@@ -239,7 +239,7 @@ static int sr_iw_on_seg(struct sr_iw_conn *c)
 			pthread_mutex_unlock(&c->tx_lock);
 			if (resp.mr)
 				sr_mr_put(resp.mr);
-			/* More Read Requests than our IRD: what siw answers (docs/WIRE.md §3.5). */
+			/* More Read Requests than our IRD: siw's answer (docs/WIRE.md §3.5). */
 			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_RDMAP_CATA_STREAM);
 		}
 		c->resp[(c->resp_head + c->resp_count) % SR_MAX_QP_RD_ATOM] = resp;

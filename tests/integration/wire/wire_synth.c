@@ -13,7 +13,7 @@
  *                the responder's zero-length Read Response
  *     -t unheld  the same RTR, but the conversation follows it at once (no Read Response)
  *
- * Everything is built here from docs/WIRE.md's tables (§1-§3) (MPA rev 2 with the enhanced block, DDP,
+ * Everything is built here from docs/WIRE.md §1-§3 (MPA rev 2 with the enhanced block, DDP,
  * RDMAP, CRC-32C stored least-significant byte first) and shares no code with src/iwarp, so
  * this program checks the checker, not the encoder under test.
  *
