@@ -355,6 +355,13 @@ enum sr_cm_conn_phase {
 	SR_CONN_STREAM,      /* QP-less connection: the CM watches the stream for its end */
 };
 
+/* Bytes after an MPA frame that has just been read (sr_cm_conn_check_quiet). */
+enum sr_cm_conn_tail {
+	SR_CONN_TAIL_UNKNOWN,           /* not seen: check_quiet asks the socket */
+	SR_CONN_TAIL_NONE,              /* the frame's peek saw nothing after it */
+	SR_CONN_TAIL_BYTES,             /* ... saw the peer speaking out of turn */
+};
+
 struct sr_cm_conn {
 	struct sr_engine_handler sock;  /* .fd: the TCP socket */
 	struct sr_engine_timer timer;   /* handshake / disconnect timeout */
@@ -364,8 +371,10 @@ struct sr_cm_conn {
 	struct sr_cm_id *id;            /* owner, once there is one */
 	struct sr_cm_id *listener;      /* passive handshake: the listener */
 	struct sr_list node;            /* listener->hs_list */
+	struct sockaddr_storage peer;   /* passive: the peer's address, from accept4 */
 	struct sr_mpa_hdr_info hi;
 	bool hdr_done;                  /* hi holds the parsed header */
+	enum sr_cm_conn_tail tail;      /* what followed the frame, when the read saw it */
 	size_t off, len;                /* progress through buf */
 	uint8_t buf[SR_MPA_RR_HDR_LEN + SR_MPA_PD_MAX];
 };
