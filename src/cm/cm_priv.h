@@ -103,7 +103,7 @@ const struct sr_priv_ops *sr_cm_priv_ops(struct ibv_context *verbs);
 /* ------------------------------------------------------------ channels -- */
 
 struct sr_cm_channel {
-	struct rdma_event_channel ch; /* ch.fd: eventfd (semaphore): count == queue length */
+	struct rdma_event_channel ch; /* ch.fd: eventfd, count 1 while events are queued */
 	struct sr_list queue;         /* struct sr_cm_event, FIFO; under sr_cm_lock */
 	bool sync;                    /* private channel of one synchronous id */
 	/* Threads inside rdma_get_cm_event (atomic: counted before sr_cm_lock is taken) and
