@@ -89,6 +89,9 @@ static void sr_cm_update_src(struct sr_cm_id *id, int fd)
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 
+	/* only a wildcard-bound id learns its source from connect(); others know it */
+	if (!sr_addr_is_any(&id->id.route.addr.src_addr))
+		return;
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
 		sr_cm_set_addr(&id->id.route.addr.src_storage, (struct sockaddr *)&ss);
 }

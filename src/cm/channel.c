@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * Event channels: a FIFO of events plus an eventfd in semaphore mode whose count always
- * equals the queue length. Both change only together under sr_cm_lock, so a read of the
- * eventfd done under the lock can never block, whatever O_NONBLOCK the application set on
- * it; blocking waits poll() the fd with no lock held. The fd is therefore readable exactly
- * when an event is queued, which is what applications polling channel->fd rely on.
+ * Event channels: a FIFO of events plus an eventfd whose count is 1 while the queue holds
+ * an event and 0 when it is empty: written when the first event is queued, read when the
+ * last is taken, not once per event (two system calls less per event that finds others
+ * queued). Both change only together under sr_cm_lock, so a read of the eventfd done under
+ * the lock can never block, whatever O_NONBLOCK the application set on it; blocking waits
+ * poll() the fd with no lock held. The fd is therefore readable exactly when an event is
+ * queued, which is what applications polling channel->fd rely on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,23 +71,28 @@ void sr_cm_channel_free(struct sr_cm_channel *ch)
  */
 static void sr_chan_push(struct sr_cm_channel *ch, struct sr_cm_event *e)
 {
+	bool first = sr_list_empty(&ch->queue);
 	uint64_t one = 1;
 	int old;
 
 	sr_list_add_tail(&ch->queue, &e->node);
+	if (!first)
+		return; /* readable already */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
 		sr_err("eventfd write: %m");
 	pthread_setcancelstate(old, NULL);
 }
 
-/* Unlink a queued event and take its count (never blocks: count >= queue length >= 1). */
+/* Unlink a queued event; the last one takes the count (never blocks: it is 1 until then). */
 static void sr_chan_unlink(struct sr_cm_channel *ch, struct sr_cm_event *e)
 {
 	uint64_t v;
 	int old;
 
 	sr_list_del(&e->node);
+	if (!sr_list_empty(&ch->queue))
+		return;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	if (read(ch->ch.fd, &v, sizeof(v)) != sizeof(v))
 		sr_err("eventfd read: %m");

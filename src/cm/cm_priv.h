@@ -109,7 +109,7 @@ const struct sr_priv_ops *sr_cm_priv_ops(struct ibv_context *verbs);
 /* ------------------------------------------------------------ channels -- */
 
 struct sr_cm_channel {
-	struct rdma_event_channel ch; /* ch.fd: eventfd (semaphore): count == queue length */
+	struct rdma_event_channel ch; /* ch.fd: eventfd, count 1 while events are queued */
 	struct sr_list queue;         /* struct sr_cm_event, FIFO; under sr_cm_lock */
 	bool sync;                    /* private channel of one synchronous id */
 	/* Threads inside rdma_get_cm_event (atomic: counted before sr_cm_lock is taken) and
@@ -362,6 +362,13 @@ enum sr_cm_conn_phase {
 	SR_CONN_STREAM,      /* QP-less connection: the CM watches the stream for its end */
 };
 
+/* Bytes after an MPA frame that has just been read (sr_cm_conn_check_quiet). */
+enum sr_cm_conn_tail {
+	SR_CONN_TAIL_UNKNOWN,           /* not seen: check_quiet asks the socket */
+	SR_CONN_TAIL_NONE,              /* the frame's peek saw nothing after it */
+	SR_CONN_TAIL_BYTES,             /* ... saw the peer speaking out of turn */
+};
+
 struct sr_cm_conn {
 	struct sr_engine_handler sock;  /* .fd: the TCP socket */
 	struct sr_engine_timer timer;   /* handshake / disconnect timeout */
@@ -371,10 +378,11 @@ struct sr_cm_conn {
 	struct sr_cm_id *id;            /* owner, once there is one */
 	struct sr_cm_id *listener;      /* passive handshake: the listener */
 	struct sr_list node;            /* listener->hs_list, oldest first */
-	struct sockaddr_storage peer;   /* passive handshake: the source (per-source bound) */
+	struct sockaddr_storage peer;   /* passive: the peer's address, from accept4 */
 	uint64_t accepted_ns;           /* passive handshake: when (CLOCK_MONOTONIC) */
 	struct sr_mpa_hdr_info hi;
 	bool hdr_done;                  /* hi holds the parsed header */
+	enum sr_cm_conn_tail tail;      /* what followed the frame, when the read saw it */
 	size_t off, len;                /* progress through buf */
 	uint8_t buf[SR_MPA_RR_HDR_LEN + SR_MPA_PD_MAX];
 };

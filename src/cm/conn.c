@@ -247,8 +247,41 @@ int sr_cm_conn_read(struct sr_cm_conn *c)
 	return 1;
 }
 
+/*
+ * A frame usually arrives whole, in one segment: one MSG_PEEK sees it and whatever follows
+ * it, one recv takes exactly it (two system calls where reading the header, the private
+ * data and then peeking for stray bytes took three). Anything unusual (a short or bad
+ * header, part of the frame) is left to the byte-wise path, which reports it.
+ */
+static void sr_cm_conn_read_whole(struct sr_cm_conn *c, bool expect_reply)
+{
+	uint8_t peek[sizeof(c->buf) + 1];
+	struct sr_mpa_hdr_info hi;
+	ssize_t n, got;
+	size_t len;
+
+	n = recv(c->sock.fd, peek, sizeof(peek), MSG_PEEK | MSG_DONTWAIT);
+	if (n < SR_MPA_RR_HDR_LEN || sr_mpa_parse_header(peek, expect_reply, &hi) < 0)
+		return;
+	len = SR_MPA_RR_HDR_LEN + hi.pd_len;
+	if (len > sizeof(c->buf) || (size_t)n < len)
+		return;
+	got = recv(c->sock.fd, c->buf, len, MSG_DONTWAIT);
+	if (got <= 0)
+		return;
+	c->hi = hi;
+	c->hdr_done = true;
+	c->len = len;
+	c->off = (size_t)got;
+	if ((size_t)got == len)
+		c->tail = (size_t)n > len ? SR_CONN_TAIL_BYTES : SR_CONN_TAIL_NONE;
+}
+
 int sr_cm_conn_read_frame(struct sr_cm_conn *c, bool expect_reply)
 {
+	c->tail = SR_CONN_TAIL_UNKNOWN;
+	if (c->off == 0 && !c->hdr_done)
+		sr_cm_conn_read_whole(c, expect_reply);
 	for (;;) {
 		int r = sr_cm_conn_read(c);
 
@@ -270,9 +303,12 @@ int sr_cm_conn_read_frame(struct sr_cm_conn *c, bool expect_reply)
 int sr_cm_conn_check_quiet(struct sr_cm_conn *c)
 {
 	uint8_t b;
-	ssize_t n = recv(c->sock.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	ssize_t n;
 
 	/* Nothing may follow a Request before the Reply, nor a Reply before our first FPDU. */
+	if (c->tail != SR_CONN_TAIL_UNKNOWN)
+		return c->tail == SR_CONN_TAIL_BYTES ? -EPROTO : 0;
+	n = recv(c->sock.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
 	return n > 0 ? -EPROTO : 0;
 }
 

@@ -7,7 +7,13 @@
 #include "cm/cm_core.h"
 
 #ifdef NDEBUG
-pthread_mutex_t sr_cm_lock = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * Adaptive: an application thread woken for a CM event takes this lock right away, often
+ * while the thread that posted the event is still on its way out of the critical section
+ * (the eventfd write is the last thing in it). A short spin there costs less than
+ * sleeping on the futex and being woken again.
+ */
+pthread_mutex_t sr_cm_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 #else
 /* An error-checking mutex knows its owner: locking it again from that thread fails with
  * EDEADLK instead of hanging, which is how ownership is asserted below. */

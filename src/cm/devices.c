@@ -130,6 +130,12 @@ struct sr_cm_dev *sr_cm_dev_for_local(const struct sockaddr *sa)
 	int ifindex, err;
 
 	sr_cm_set_addr(&a, sa);
+	/*
+	 * Loopback addresses are lo's, and the kernel numbers lo 1 in every namespace
+	 * (LOOPBACK_IFINDEX): no address dump per accepted connection on 127.0.0.1.
+	 */
+	if (sr_addr_is_loopback((struct sockaddr *)&a))
+		return sr_cm_dev_by_ifindex(SR_LOOPBACK_IFINDEX);
 	ifindex = sr_addr_owner((struct sockaddr *)&a);
 	if (ifindex <= 0) {
 		/* 127.0.0.2 and friends: owned by no interface, routed to lo */

@@ -200,6 +200,7 @@ int sr_cm_start_stream(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
 	memset(&params, 0, sizeof(params));
 	params.fd = fd;
 	params.initiator = initiator;
+	params.tuned = true; /* port_space.c made every CM socket so (accepted ones inherit) */
 	params.mpa = id->mpa;
 	params.cb.arg = l;
 	params.cb.closed = sr_cm_link_closed;

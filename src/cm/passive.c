@@ -52,7 +52,7 @@ static void sr_cm_passive_request(struct sr_cm_conn *c)
 {
 	struct sr_cm_id *l = c->listener;
 	struct sockaddr_storage local, peer;
-	socklen_t llen = sizeof(local), plen = sizeof(peer);
+	socklen_t llen = sizeof(local);
 	struct sr_mpa_params req, rep;
 	struct sr_mpa_local loc;
 	struct sr_mpa_conn mpa;
@@ -89,8 +89,12 @@ static void sr_cm_passive_request(struct sr_cm_conn *c)
 		sr_cm_passive_drop(c, &req);
 		return;
 	}
-	if (getsockname(c->sock.fd, (struct sockaddr *)&local, &llen) < 0 ||
-	    getpeername(c->sock.fd, (struct sockaddr *)&peer, &plen) < 0) {
+	/* accept4 gave the peer; a listener on a specific address is our side (one system
+	 * call less per connection), only a wildcard one needs to ask. */
+	memcpy(&peer, &c->peer, sizeof(peer));
+	if (!sr_addr_is_any(&l->id.route.addr.src_addr))
+		sr_cm_set_addr(&local, &l->id.route.addr.src_addr);
+	else if (getsockname(c->sock.fd, (struct sockaddr *)&local, &llen) < 0) {
 		sr_cm_passive_drop(c, NULL);
 		return;
 	}
@@ -135,30 +139,38 @@ static void sr_cm_passive_request(struct sr_cm_conn *c)
 	pthread_mutex_unlock(&sr_cm_lock);
 }
 
-void sr_cm_passive_io(struct sr_cm_conn *c, uint32_t events)
+/* Read what there is of c's Request (lock held). Returns 1 when it was handled (unlocked),
+ * 0 when more is to come (still locked). */
+static int sr_cm_passive_read_locked(struct sr_cm_conn *c)
 {
 	int r;
 
+	sr_cm_assert_locked();
+	if (!c->listener || c->listener->state != SR_CM_LISTEN) {
+		sr_cm_passive_drop(c, NULL);
+		return 1;
+	}
+	r = sr_cm_conn_read_frame(c, false);
+	if (r == 0)
+		return 0;
+	if (r < 0) {
+		sr_dbg("MPA Request read: %d", r);
+		sr_cm_passive_drop(c, NULL);
+		return 1;
+	}
+	sr_cm_passive_request(c); /* unlocks */
+	return 1;
+}
+
+void sr_cm_passive_io(struct sr_cm_conn *c, uint32_t events)
+{
 	pthread_mutex_lock(&sr_cm_lock);
 	if (c->dead || c->phase != SR_CONN_READ_REQ) {
 		pthread_mutex_unlock(&sr_cm_lock);
 		return;
 	}
-	if (!c->listener || c->listener->state != SR_CM_LISTEN) {
-		sr_cm_passive_drop(c, NULL);
-		return;
-	}
-	r = sr_cm_conn_read_frame(c, false);
-	if (r == 0) {
+	if (!sr_cm_passive_read_locked(c))
 		pthread_mutex_unlock(&sr_cm_lock);
-		return;
-	}
-	if (r < 0) {
-		sr_dbg("MPA Request read: %d", r);
-		sr_cm_passive_drop(c, NULL);
-		return;
-	}
-	sr_cm_passive_request(c); /* unlocks */
 }
 
 void sr_cm_passive_timeout(struct sr_cm_conn *c)
@@ -306,13 +318,18 @@ static void sr_cm_listen_cb(struct sr_engine_handler *h, uint32_t events)
 			close(fd);
 			continue;
 		}
+		sr_cm_set_addr(&c->peer, (struct sockaddr *)&peer);
 		c->phase = SR_CONN_READ_REQ;
 		c->len = SR_MPA_RR_HDR_LEN;
 		c->listener = l;
-		memcpy(&c->peer, &peer, sizeof(peer));
 		c->accepted_ns = sr_cm_mono_ns();
 		sr_list_add_tail(&l->hs_list, &c->node);
 		l->handshakes++;
+		/* An active side sends its Request right after its connect() (active.c), so
+		 * it is often here already: taken now, the socket never enters the epoll set
+		 * (an epoll_ctl in, one out and a wake-up less per connection). */
+		if (sr_cm_passive_read_locked(c))
+			continue;
 		if (sr_engine_add(&c->sock, EPOLLIN | EPOLLRDHUP) ||
 		    sr_cm_conn_arm_timer(c, SR_CM_REQUEST_TIMEOUT_MS)) {
 			sr_cm_passive_drop(c, NULL); /* unlocks */

@@ -41,6 +41,7 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,6 +280,9 @@ static int sr_ps_socket(const struct sr_cm_id *id, const struct sockaddr *addr)
 	/* Sharing a port between non-listening sockets (rule 2), and a restarted server
 	 * must not be locked out by its old TIME_WAIT connections. */
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* MPA frames and FPDUs go out whole: no Nagle. Set here, where accepted sockets
+	 * inherit it from their listener, rather than per connection at the QP's attach. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	sr_cm_apply_sockopts(id, fd); /* TOS, the ACK timeout */
 	if (bind(fd, addr, sr_addr_len(addr)) < 0) {
 		err = -errno;
@@ -288,15 +292,15 @@ static int sr_ps_socket(const struct sr_cm_id *id, const struct sockaddr *addr)
 	return fd;
 }
 
-/* The id now holds fd (bound): record the address the kernel reports. */
-static void sr_ps_take(struct sr_cm_id *id, int fd, enum sr_cm_port_kind kind)
+/*
+ * The id now holds fd, bound to addr: record it. Its port is never 0 here (we chose it or
+ * the application did) and a link-local one carries its scope id (sr_cm_bind_locked), so
+ * the kernel would report nothing else: no getsockname per connection.
+ */
+static void sr_ps_take(struct sr_cm_id *id, int fd, const struct sockaddr *addr,
+		       enum sr_cm_port_kind kind)
 {
-	struct sockaddr_storage got;
-	socklen_t len = sizeof(got);
-
-	/* keeps the scope id of a link-local address too */
-	if (getsockname(fd, (struct sockaddr *)&got, &len) == 0)
-		sr_addr_store(&id->id.route.addr.src_storage, (struct sockaddr *)&got);
+	sr_addr_store(&id->id.route.addr.src_storage, addr);
 	id->fd = fd;
 	sr_ps_link(id, sr_addr_port(&id->id.route.addr.src_addr), kind);
 }
@@ -330,7 +334,7 @@ static int sr_ps_alloc(struct sr_cm_id *id, const struct sockaddr *src, enum sr_
 			continue; /* a listener or a non-sharing socket of someone else */
 		if (fd < 0)
 			return fd;
-		sr_ps_take(id, fd, kind);
+		sr_ps_take(id, fd, (struct sockaddr *)&a, kind);
 		return 0;
 	}
 	return -EADDRNOTAVAIL;
@@ -349,7 +353,7 @@ int sr_cm_port_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr)
 	fd = sr_ps_socket(id, addr);
 	if (fd < 0)
 		return fd;
-	sr_ps_take(id, fd, SR_CM_PORT_BOUND);
+	sr_ps_take(id, fd, addr, SR_CM_PORT_BOUND);
 	return 0;
 }
 

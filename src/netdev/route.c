@@ -50,6 +50,7 @@ static void sr_addr_set_bytes(struct sockaddr_storage *ss, int family, const voi
  * answer to a later request. A forked child drops its copy and opens its own (the netlink
  * port id is the parent's).
  */
+#define SR_RT_MSG_BUF 32768
 static pthread_mutex_t sr_rt_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t sr_rt_once = PTHREAD_ONCE_INIT;
 static struct nl_sock *sr_rt_sk;
@@ -97,6 +98,18 @@ static int sr_route_sock_get(struct nl_sock **sk)
 		}
 		/* route requests get their answer, no extra ACK to read */
 		nl_socket_disable_auto_ack(sr_rt_sk);
+		/*
+		 * One recvmsg per answer, not a MSG_PEEK first to size the buffer: the kernel
+		 * never builds a netlink message (dump parts included) larger than 32 KiB for
+		 * a reader whose buffer is that large.
+		 */
+		nl_socket_disable_msg_peek(sr_rt_sk);
+		if (nl_socket_set_msg_buf_size(sr_rt_sk, SR_RT_MSG_BUF) < 0) {
+			nl_socket_free(sr_rt_sk);
+			sr_rt_sk = NULL;
+			pthread_mutex_unlock(&sr_rt_mu);
+			return -ENOMEM;
+		}
 	}
 	*sk = sr_rt_sk;
 	return 0;

@@ -12,6 +12,9 @@
 
 #include "common/sr_sockaddr.h"
 
+/* The kernel gives lo this index in every network namespace (its LOOPBACK_IFINDEX). */
+#define SR_LOOPBACK_IFINDEX 1
+
 struct sr_route {
 	int oif;                     /* egress interface the kernel chose (lo for local) */
 	/*

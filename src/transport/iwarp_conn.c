@@ -369,9 +369,11 @@ static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_iwarp_attach_params
 		c->tx_gate = SR_IW_GATE_RTR;
 	else
 		c->tx_gate = SR_IW_GATE_OPEN;
-	fl = fcntl(c->fd, F_GETFL);
-	fcntl(c->fd, F_SETFL, fl | O_NONBLOCK);
-	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!p->tuned) {
+		fl = fcntl(c->fd, F_GETFL);
+		fcntl(c->fd, F_SETFL, fl | O_NONBLOCK);
+		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
 	c->h.fd = c->fd;
 	c->h.cb = sr_iw_ready;
 	/* After the RTR the rest waits for the peer, but never longer than this. */

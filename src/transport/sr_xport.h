@@ -32,6 +32,9 @@ struct sr_conn_cb {
 struct sr_iwarp_attach_params {
 	int fd;                       /* connected TCP socket, MPA frames already exchanged */
 	bool initiator;               /* we sent the MPA Request */
+	/* fd is O_NONBLOCK with TCP_NODELAY already (the CM's sockets are made so): the
+	 * transport spends no system calls making it so, per connection */
+	bool tuned;
 	struct sr_mpa_conn mpa;       /* negotiated CRC, RTR, IRD/ORD */
 	struct sr_conn_cb cb;
 	/* Initiator with P2P: longest wait after the RTR for the peer to show it is ready
