@@ -57,7 +57,11 @@ static int sr_qp_check_modify(struct sr_qp *qp, const struct ibv_qp_attr *attr, 
 		return EINVAL;
 	if ((mask & IBV_QP_PORT) && attr->port_num != 1)
 		return EINVAL;
-	if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index >= SR_PKEY_TBL_LEN)
+	/*
+	 * No P_Key table, but index 0 is what rdma_init_qp_attr hands out and what the kernel's
+	 * iWARP drivers silently accept; anything else names an entry that cannot exist.
+	 */
+	if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index != 0)
 		return EINVAL;
 	if ((mask & IBV_QP_ACCESS_FLAGS) && (attr->qp_access_flags & ~(unsigned int)SR_QP_ACCESS_OK))
 		return EINVAL;
