@@ -86,7 +86,7 @@ int sr_fill_port_attr(struct sr_device *dev, uint8_t port, struct ibv_port_attr 
 	a->max_mtu = IBV_MTU_4096;
 	a->active_mtu = sr_mtu_to_ib(link.mtu);
 	a->gid_tbl_len = SR_GID_TBL_LEN;
-	a->port_cap_flags = IBV_PORT_CM_SUP;
+	a->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_DEVICE_MGMT_SUP; /* as siw */
 	a->max_msg_sz = SR_MAX_MSG_SIZE;
 	a->pkey_tbl_len = SR_PKEY_TBL_LEN;
 	a->max_vl_num = 1;
