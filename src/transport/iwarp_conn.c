@@ -421,6 +421,8 @@ static void sr_iw_disconnect(struct ibv_qp *ibqp)
 	c->tx_fin_pending = true;
 	sr_iw_tx_progress_locked(c);
 	pthread_mutex_unlock(&c->tx_lock);
+	/* A Send held for a receive gets none now: let the receive side give up on it. */
+	sr_engine_timer_arm(&c->rnr_t, 0);
 }
 
 const struct sr_priv_ops sr_priv_ops_iwarp = {

@@ -107,7 +107,20 @@ void sr_iw_rx_kick(struct sr_qp *qp)
 static int sr_iw_rx_hold(struct sr_iw_conn *c)
 {
 	uint64_t now = sr_iw_now_ns(), left_ms;
+	bool disconnecting;
 
+	/*
+	 * Once this side disconnects no receive is coming, and the peer's FIN (our way out)
+	 * queues behind the held Send: waiting would deadlock both. Give up as at the bound.
+	 */
+	pthread_mutex_lock(&c->tx_lock);
+	disconnecting = c->disconnecting;
+	pthread_mutex_unlock(&c->tx_lock);
+	if (disconnecting) {
+		if (c->rx_state == SR_IW_RXS_HELD)
+			sr_iw_rx_set_state(c, SR_IW_RXS_READING);
+		return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_U_MSN_NOBUF);
+	}
 	if (c->rx_state != SR_IW_RXS_HELD) {
 		uint64_t bound_us = sr_qp_rnr_bound_us(c->qp);
 
