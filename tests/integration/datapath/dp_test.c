@@ -522,6 +522,41 @@ static void case_rnr_bound(void)
 }
 
 /*
+ * A Send held without end (rnr_retry 7) gets no receive once the holding side disconnects:
+ * the wait ends with the Terminate, and the sender's next request fails instead of
+ * disappearing into a stream nobody reads.
+ */
+static void case_rnr_disconnect(void)
+{
+	struct dp_pair p;
+	uint8_t src[64];
+	struct ibv_mr *smr;
+	struct ibv_wc wc;
+
+	dp_connect(&p, NULL);
+	set_rnr(&p, 7, 1);
+	smr = dp_reg(p.cli.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, 1, smr, src, sizeof(src), 0, 0,
+			      IBV_SEND_SIGNALED) == 0, "post");
+	wc = dp_wait_wc(p.cli.cq, 10000);
+	DP_CHECK(wc.wr_id == 1 && wc.status == IBV_WC_SUCCESS, "send wc %s",
+		 ibv_wc_status_str(wc.status));
+	DP_CHECK(rdma_disconnect(p.srv.id) == 0, "server rdma_disconnect");
+	/* the client's QP learns of the end (Terminate, then the close): its requests fail */
+	for (uint64_t id = 2;; id++) {
+		DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, id, smr, src, 8, 0, 0,
+				      IBV_SEND_SIGNALED) == 0 || errno == EINVAL, "post %lu",
+			 (unsigned long)id);
+		wc = dp_wait_wc(p.cli.cq, 10000);
+		if (wc.status != IBV_WC_SUCCESS)
+			break;
+		DP_CHECK(id < 1000, "the client's Sends keep succeeding after the disconnect");
+	}
+	ibv_dereg_mr(smr);
+	dp_teardown(&p);
+}
+
+/*
  * Receiver not ready, without end (rnr_retry 7): a Send posted before the peer's receive
  * waits in the stream, and so does an RDMA Read behind it; once the receive is posted both
  * complete normally and the connection carries on. With the server's own RQ (a post resumes
@@ -750,6 +785,8 @@ int main(int argc, char **argv)
 		case_no_recv();
 	else if (!strcmp(c, "rnr_bound"))
 		case_rnr_bound();
+	else if (!strcmp(c, "rnr_disconnect"))
+		case_rnr_disconnect();
 	else if (!strcmp(c, "rnr_late_recv"))
 		rnr_late_recv(false), rnr_late_recv(true);
 	else if (!strcmp(c, "peer_close"))
