@@ -29,6 +29,6 @@ SR_BUILD_PACKAGES=(gcc make cmake pkg-config libibverbs-dev librdmacm-dev libnl-
 	libnl-route-3-dev libcmocka-dev)
 # What the tests need on top: the unmodified programs we run, namespaces, sanitizers, tshark.
 SR_TEST_PACKAGES=(ibverbs-utils rdmacm-utils perftest qperf iproute2
-	tshark procps binutils nftables)
+	tshark procps binutils nftables libfabric1 libfabric-bin)
 # What the demo needs on top.
 SR_DEMO_PACKAGES=(ibverbs-utils rdmacm-utils iproute2)

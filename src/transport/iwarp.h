@@ -118,6 +118,20 @@ enum sr_iw_tx_gate {
 #define SR_IW_READY_READ_MS  200
 #define SR_IW_READY_OTHER_MS 20
 
+/*
+ * Receiver not ready. A Send that finds no posted receive is held: the connection stops
+ * reading its stream (TCP backpressure reaches the sender; everything behind the Send waits
+ * with it, in order) until a receive is posted, or until the QP's rnr_retry x min_rnr_timer
+ * bound runs out, which ends the stream with the Terminate of RFC 5040 (untagged buffer, no
+ * buffer available). One state, written by the engine thread under tx_lock.
+ */
+enum sr_iw_rx_state {
+	SR_IW_RXS_READING,
+	SR_IW_RXS_HELD, /* the current segment is a Send whose receive is not posted yet */
+};
+/* With an SRQ no post tells this connection about new receives: look again this often. */
+#define SR_IW_RNR_SRQ_POLL_MS 1
+
 struct sr_iw_conn {
 	struct sr_qp *qp;
 	int fd;
@@ -168,6 +182,13 @@ struct sr_iw_conn {
 	 * it, so detach (which stops the receive side first) can wait for that callback. */
 	struct sr_engine_timer ready_t;
 
+	/* Receiver not ready (see enum sr_iw_rx_state). rnr_t is an engine timer: it resumes
+	 * the held connection (armed at once by a post, periodically with an SRQ) or ends the
+	 * wait at rx_rnr_deadline (CLOCK_MONOTONIC ns; UINT64_MAX: without end). */
+	enum sr_iw_rx_state rx_state;
+	uint64_t rx_rnr_deadline;
+	struct sr_engine_timer rnr_t;
+
 	/* rx (engine thread only) */
 	struct sr_fpdu_rx rx;
 	bool rx_first_seen;           /* the gate needs a look only at the first segment */
@@ -209,6 +230,12 @@ void sr_iw_tx_open_gate(struct sr_iw_conn *c);
 #define SR_IW_RX_EOF   1
 #define SR_IW_RX_RESET 2
 int sr_iw_rx(struct sr_iw_conn *c);
+/* Events the receive side wants on the socket now (none while a Send is held); tx_lock. */
+uint32_t sr_iw_rx_interest(const struct sr_iw_conn *c);
+/* Set up the receive side's state and resume timer (attach, before the engine sees c). */
+void sr_iw_rx_init(struct sr_iw_conn *c);
+/* xops->rq_kick: a receive was posted; a held Send may go on (any thread). */
+void sr_iw_rx_kick(struct sr_qp *qp);
 
 /* iwarp_conn.c: end the stream abortively (the engine then closes it); any thread, also
  * under tx_lock. */

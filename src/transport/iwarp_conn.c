@@ -33,6 +33,7 @@ static pthread_cond_t sr_iw_close_cv = PTHREAD_COND_INITIALIZER;
 
 static void sr_iw_conn_free(struct sr_iw_conn *c)
 {
+	sr_engine_timer_cancel(&c->rnr_t); /* a post after the close may have armed it */
 	pthread_mutex_destroy(&c->tx_lock);
 	free(c->fp);
 	free(c->rreq);
@@ -44,7 +45,7 @@ void sr_iw_want_out(struct sr_iw_conn *c, bool on)
 	if (c->tx_want_out == on || c->fd < 0 || !c->h.registered)
 		return;
 	c->tx_want_out = on;
-	sr_engine_mod(&c->h, EPOLLIN | EPOLLRDHUP | (on ? EPOLLOUT : 0));
+	sr_engine_mod(&c->h, sr_iw_rx_interest(c) | (on ? EPOLLOUT : 0));
 }
 
 void sr_iw_ready_timer_stop(struct sr_iw_conn *c)
@@ -134,6 +135,7 @@ void sr_iw_conn_close(struct sr_iw_conn *c, int err)
 	pthread_mutex_unlock(&c->tx_lock);
 	sr_engine_del(&c->h);
 	sr_iw_ready_timer_stop(c);
+	sr_engine_timer_cancel(&c->rnr_t);
 	sr_iw_release_pending(c);
 	/* A plain close: a Terminate we queued must still reach the peer. */
 	pthread_mutex_lock(&sr_iw_fd_lock);
@@ -255,6 +257,13 @@ static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
 
 	if (events & EPOLLOUT)
 		sr_iw_tx_progress(c);
+	if ((events & (EPOLLHUP | EPOLLERR)) && c->rx_state == SR_IW_RXS_HELD) {
+		/* A Send waits for a receive but the stream is gone (reset, or shut down both
+		 * ways): the Send can never be delivered, and a level-triggered hangup would
+		 * keep calling us. */
+		sr_iw_conn_close(c, -ECONNRESET);
+		return;
+	}
 	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
 		r = sr_iw_rx(c);
 		if (r == SR_IW_RX_EOF) {
@@ -314,6 +323,7 @@ static void sr_iw_detach(struct sr_qp *qp)
 	 * called back from here: it is the one destroying the QP.
 	 */
 	sr_engine_del(&c->h);
+	sr_engine_timer_cancel(&c->rnr_t); /* it would call the handler just removed */
 	pthread_mutex_lock(&sr_iw_fd_lock);
 	if (c->closing && sr_engine_in_thread()) {
 		/* From inside our own closed callback: the close frees c when it returns. */
@@ -340,6 +350,7 @@ static const struct sr_xport_ops sr_iw_xops = {
 	.sq_kick = sr_iw_sq_kick,
 	.abort = sr_iw_abort,
 	.detach = sr_iw_detach,
+	.rq_kick = sr_iw_rx_kick,
 };
 
 static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_iwarp_attach_params *p)
@@ -361,6 +372,7 @@ static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_iwarp_attach_params
 	c->cb = p->cb;
 	pthread_mutex_init(&c->tx_lock, NULL);
 	sr_fpdu_rx_init(&c->rx, p->mpa.crc);
+	sr_iw_rx_init(c);
 	/* RFC 6581: with P2P the initiator's RTR is its first FPDU and the responder sends
 	 * nothing before the first FPDU arrives. RFC 5044 asks the same of rev 1 responders. */
 	if (!p->initiator)
@@ -411,6 +423,8 @@ static void sr_iw_disconnect(struct ibv_qp *ibqp)
 	c->tx_fin_pending = true;
 	sr_iw_tx_progress_locked(c);
 	pthread_mutex_unlock(&c->tx_lock);
+	/* A Send held for a receive gets none now: let the receive side give up on it. */
+	sr_engine_timer_arm(&c->rnr_t, 0);
 }
 
 const struct sr_priv_ops sr_priv_ops_iwarp = {

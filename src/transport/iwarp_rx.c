@@ -7,7 +7,9 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "common/sr_log.h"
 #include "transport/iwarp.h"
@@ -43,6 +45,137 @@ static enum sr_iw_err sr_iw_rdmap_err(enum sr_access_result r)
 	default:
 		return SR_IW_ERR_RDMAP_STAG;
 	}
+}
+
+/* Internal result of the header checks: the Send waits for a receive (receiver not ready). */
+#define SR_IW_RX_HOLD 3
+
+static uint64_t sr_iw_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint32_t sr_iw_rx_interest(const struct sr_iw_conn *c)
+{
+	return c->rx_state == SR_IW_RXS_HELD ? 0 : EPOLLIN | EPOLLRDHUP;
+}
+
+/* Enter or leave the held state and tell the engine what we want from the socket. */
+static void sr_iw_rx_set_state(struct sr_iw_conn *c, enum sr_iw_rx_state st)
+{
+	pthread_mutex_lock(&c->tx_lock);
+	c->rx_state = st;
+	if (!c->tx_dead && c->h.registered)
+		sr_engine_mod(&c->h, sr_iw_rx_interest(c) | (c->tx_want_out ? EPOLLOUT : 0));
+	pthread_mutex_unlock(&c->tx_lock);
+}
+
+/* The resume timer: run the receive side as if the socket were readable. */
+static void sr_iw_rnr_fire(struct sr_engine_timer *t)
+{
+	struct sr_iw_conn *c = sr_container_of(t, struct sr_iw_conn, rnr_t);
+	bool dead;
+
+	pthread_mutex_lock(&c->tx_lock);
+	dead = c->tx_dead;
+	pthread_mutex_unlock(&c->tx_lock);
+	if (!dead && c->rx_state == SR_IW_RXS_HELD)
+		c->h.cb(&c->h, EPOLLIN);
+}
+
+void sr_iw_rx_init(struct sr_iw_conn *c)
+{
+	c->rx_state = SR_IW_RXS_READING;
+	c->rnr_t.cb = sr_iw_rnr_fire;
+}
+
+void sr_iw_rx_kick(struct sr_qp *qp)
+{
+	struct sr_iw_conn *c = qp->xport;
+
+	if (c)
+		sr_engine_timer_arm(&c->rnr_t, 0);
+}
+
+/*
+ * No receive for the Send whose header just came in (or is still held): hold it, or give up
+ * when the QP allows no wait or the bound has run out (the parser then sends the Terminate).
+ */
+static int sr_iw_rx_hold(struct sr_iw_conn *c)
+{
+	uint64_t now = sr_iw_now_ns(), left_ms;
+	bool disconnecting;
+
+	/*
+	 * Once this side disconnects no receive is coming, and the peer's FIN (our way out)
+	 * queues behind the held Send: waiting would deadlock both. Give up as at the bound.
+	 */
+	pthread_mutex_lock(&c->tx_lock);
+	disconnecting = c->disconnecting;
+	pthread_mutex_unlock(&c->tx_lock);
+	if (disconnecting) {
+		if (c->rx_state == SR_IW_RXS_HELD)
+			sr_iw_rx_set_state(c, SR_IW_RXS_READING);
+		return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_U_MSN_NOBUF);
+	}
+	if (c->rx_state != SR_IW_RXS_HELD) {
+		uint64_t bound_us = sr_qp_rnr_bound_us(c->qp);
+
+		if (bound_us == 0) /* rnr_retry 0: no wait, as iWARP has always done */
+			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_U_MSN_NOBUF);
+		c->rx_rnr_deadline = bound_us == SR_RNR_FOREVER ? UINT64_MAX :
+								  now + bound_us * 1000u;
+		sr_dbg("qp %u: Send without a posted receive: holding the stream",
+		       c->qp->ibqp.qp_num);
+		sr_iw_rx_set_state(c, SR_IW_RXS_HELD);
+	} else if (now >= c->rx_rnr_deadline) {
+		sr_dbg("qp %u: no receive posted within the RNR bound", c->qp->ibqp.qp_num);
+		sr_iw_rx_set_state(c, SR_IW_RXS_READING);
+		return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_U_MSN_NOBUF);
+	}
+	/* A post to the own RQ kicks the timer at once (sr_iw_rx_kick); an SRQ is looked at
+	 * periodically. Either way the timer also ends the wait at the deadline. */
+	left_ms = c->rx_rnr_deadline == UINT64_MAX ? UINT64_MAX :
+						    (c->rx_rnr_deadline - now + 999999u) / 1000000u;
+	if (c->qp->srq && left_ms > SR_IW_RNR_SRQ_POLL_MS)
+		left_ms = SR_IW_RNR_SRQ_POLL_MS;
+	if (left_ms != UINT64_MAX)
+		sr_engine_timer_arm(&c->rnr_t, (unsigned int)SR_MIN(left_ms, (uint64_t)UINT32_MAX));
+	return SR_IW_RX_HOLD;
+}
+
+/* The header of a Send segment is in: find its receive, or hold; check it fits. */
+static int sr_iw_on_send_hdr(struct sr_iw_conn *c)
+{
+	struct sr_ddp_seg *s = &c->rx.seg;
+	enum sr_access_result r;
+
+	if (s->mo == 0) {
+		struct sr_recv_wqe *w = sr_rq_take(c->qp);
+
+		if (!w)
+			return sr_iw_rx_hold(c);
+		if (c->rx_state == SR_IW_RXS_HELD) {
+			sr_engine_timer_cancel(&c->rnr_t);
+			sr_iw_rx_set_state(c, SR_IW_RXS_READING);
+		}
+		c->rx_rwqe = w;
+		r = sr_iw_buf_init(&c->rx_rbuf, c->qp->pd, w->sge, w->num_sge,
+				   IBV_ACCESS_LOCAL_WRITE);
+		if (r != SR_ACC_OK) {
+			c->rx_rwqe = NULL;
+			sr_rq_complete(c->qp, w, IBV_WC_LOC_PROT_ERR, 0, 0, 0, false);
+			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_CATA);
+		}
+	}
+	if (!c->rx_rwqe)
+		return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_U_MO);
+	if ((uint64_t)s->mo + s->payload_len > c->rx_rbuf.total)
+		return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_U_TOO_LONG);
+	return 0;
 }
 
 /* The header of a segment is in: decide where its payload goes, or refuse it. */
@@ -92,25 +225,7 @@ static int sr_iw_on_hdr(struct sr_iw_conn *c)
 	case SR_RDMAP_OP_SEND_INV:
 	case SR_RDMAP_OP_SEND_SE:
 	case SR_RDMAP_OP_SEND_SE_INV:
-		if (s->mo == 0) {
-			struct sr_recv_wqe *w = sr_rq_take(c->qp);
-
-			if (!w) /* iWARP has no RNR retry: the stream is over */
-				return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_U_MSN_NOBUF);
-			c->rx_rwqe = w;
-			r = sr_iw_buf_init(&c->rx_rbuf, c->qp->pd, w->sge, w->num_sge,
-					   IBV_ACCESS_LOCAL_WRITE);
-			if (r != SR_ACC_OK) {
-				c->rx_rwqe = NULL;
-				sr_rq_complete(c->qp, w, IBV_WC_LOC_PROT_ERR, 0, 0, 0, false);
-				return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_CATA);
-			}
-		}
-		if (!c->rx_rwqe)
-			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_U_MO);
-		if ((uint64_t)s->mo + s->payload_len > c->rx_rbuf.total)
-			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_U_TOO_LONG);
-		return 0;
+		return sr_iw_on_send_hdr(c);
 	default:
 		return 0; /* Read Request and Terminate carry no payload to place */
 	}
@@ -316,6 +431,10 @@ int sr_iw_rx(struct sr_iw_conn *c)
 {
 	size_t budget = SR_IW_RX_BUDGET;
 
+	/* A held Send: has its receive come (or its time run out)? Then read on. */
+	if (c->rx_state == SR_IW_RXS_HELD && sr_iw_on_send_hdr(c) == SR_IW_RX_HOLD)
+		return 0;
+
 	/* Bytes already read ahead are consumed even when the budget is spent: the socket may
 	 * not become readable again to bring us back for them. */
 	while (budget || c->rx_la_pos < c->rx_la_len) {
@@ -382,6 +501,8 @@ int sr_iw_rx(struct sr_iw_conn *c)
 			r = sr_iw_on_hdr(c);
 		else if (r == SR_FPDU_RX_SEG_DONE)
 			r = sr_iw_on_seg(c);
+		if (r == SR_IW_RX_HOLD)
+			return 0; /* not another byte until the receive is posted */
 		if (r == -ECONNRESET)
 			return r; /* the peer terminated */
 		/* other failures leave the parser FAILED: the next turn sends our Terminate */

@@ -20,9 +20,31 @@ pthread_mutex_t sr_registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sr_list sr_devices = SR_LIST_INIT(sr_devices);
 
 /*
- * Modified EUI-64 from the MAC (universal/local bit flipped, ff:fe in the middle). The ff:fe
- * bytes make it non-zero even for the all-zero MAC of loopback. Links without a MAC get a
- * locally administered identifier built from the interface index.
+ * The 6-byte hardware address that stands for the device, as the kernel's iWARP drivers keep
+ * one: the MAC, or for a link without one (loopback's MAC is all zero, tunnels have none) a
+ * locally administered address built from the interface index, so that it is non-zero,
+ * unique on the host and stable across processes (the kernel's siw draws a random one; a
+ * userspace library re-deriving it in every process must not).
+ */
+static void sr_device_hwaddr(const struct sr_netdev_link *l, uint8_t mac[6])
+{
+	static const uint8_t zero[6];
+
+	if (l->has_mac && memcmp(l->addr, zero, 6) != 0) {
+		memcpy(mac, l->addr, 6);
+		return;
+	}
+	mac[0] = 0x02;
+	mac[1] = 0x53; /* 'S' */
+	mac[2] = (uint8_t)(l->ifindex >> 24);
+	mac[3] = (uint8_t)(l->ifindex >> 16);
+	mac[4] = (uint8_t)(l->ifindex >> 8);
+	mac[5] = (uint8_t)l->ifindex;
+}
+
+/*
+ * Node GUID: modified EUI-64 of that address (universal/local bit flipped, ff:fe in the
+ * middle), as siw derives its node GUID from its GID address.
  */
 __be64 sr_device_guid_from_link(const struct sr_netdev_link *l)
 {
@@ -30,16 +52,7 @@ __be64 sr_device_guid_from_link(const struct sr_netdev_link *l)
 	uint8_t g[8];
 	uint64_t v = 0;
 
-	if (l->has_mac) {
-		memcpy(mac, l->addr, 6);
-	} else {
-		mac[0] = 0x02;
-		mac[1] = 0x53; /* 'S' */
-		mac[2] = (uint8_t)(l->ifindex >> 24);
-		mac[3] = (uint8_t)(l->ifindex >> 16);
-		mac[4] = (uint8_t)(l->ifindex >> 8);
-		mac[5] = (uint8_t)l->ifindex;
-	}
+	sr_device_hwaddr(l, mac);
 	g[0] = mac[0] ^ 0x02;
 	g[1] = mac[1];
 	g[2] = mac[2];
@@ -53,15 +66,16 @@ __be64 sr_device_guid_from_link(const struct sr_netdev_link *l)
 	return htobe64(v);
 }
 
-/* GID 0: the link-local prefix fe80::/64 with the interface identifier above. */
+/*
+ * GID 0 as the kernel's iWARP drivers (siw, irdma, cxgb4) lay it out: the address in bytes
+ * 0-5, the rest zero. Consumers tell iWARP from InfiniBand by it: libfabric's verbs provider
+ * takes a GID with both a non-zero prefix and a non-zero interface id for an IB address and
+ * then asks for the IB port space.
+ */
 void sr_device_gid_from_link(const struct sr_netdev_link *l, union ibv_gid *gid)
 {
-	__be64 guid = sr_device_guid_from_link(l);
-
 	memset(gid, 0, sizeof(*gid));
-	gid->raw[0] = 0xfe;
-	gid->raw[1] = 0x80;
-	memcpy(&gid->raw[8], &guid, 8);
+	sr_device_hwaddr(l, gid->raw);
 }
 
 enum ibv_mtu sr_mtu_to_ib(unsigned int mtu)

@@ -173,6 +173,7 @@ int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 int sr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct sr_qp *qp = to_sr_qp(ibqp);
+	const struct sr_xport_ops *xops = NULL;
 	int err = 0;
 
 	pthread_mutex_lock(&qp->lock);
@@ -195,8 +196,15 @@ int sr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 		if (qp->state == IBV_QPS_ERR)
 			sr_qp_flush_locked(qp);
 	}
+	/* The transport holds a Send until a receive is there (receiver not ready). */
+	if (qp->rq_wanted && qp->rq_count) {
+		qp->rq_wanted = false;
+		xops = qp->xops;
+	}
 	pthread_mutex_unlock(&qp->lock);
 	if (err)
 		*bad = wr;
+	if (xops && xops->rq_kick)
+		xops->rq_kick(qp);
 	return err;
 }

@@ -57,13 +57,22 @@ static int sr_qp_check_modify(struct sr_qp *qp, const struct ibv_qp_attr *attr, 
 		return EINVAL;
 	if ((mask & IBV_QP_PORT) && attr->port_num != 1)
 		return EINVAL;
-	if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index >= SR_PKEY_TBL_LEN)
+	/*
+	 * No P_Key table, but index 0 is what rdma_init_qp_attr hands out and what the kernel's
+	 * iWARP drivers silently accept; anything else names an entry that cannot exist.
+	 */
+	if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index != 0)
 		return EINVAL;
 	if ((mask & IBV_QP_ACCESS_FLAGS) && (attr->qp_access_flags & ~(unsigned int)SR_QP_ACCESS_OK))
 		return EINVAL;
 	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && attr->max_rd_atomic > SR_MAX_QP_RD_ATOM)
 		return EINVAL;
 	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && attr->max_dest_rd_atomic > SR_MAX_QP_RD_ATOM)
+		return EINVAL;
+	/* 3- and 5-bit fields on InfiniBand */
+	if ((mask & IBV_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
 		return EINVAL;
 	return 0;
 }
@@ -92,6 +101,11 @@ SR_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int a
 		qp->max_rd_atomic = attr->max_rd_atomic;
 	if (attr_mask & IBV_QP_MAX_DEST_RD_ATOMIC)
 		qp->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	/* Kept for the receiver-not-ready bound (transport/iwarp_rx.c). */
+	if (attr_mask & IBV_QP_RNR_RETRY)
+		qp->rnr_retry = attr->rnr_retry;
+	if (attr_mask & IBV_QP_MIN_RNR_TIMER)
+		qp->min_rnr_timer = attr->min_rnr_timer;
 	qp->state = next;
 	qp->ibqp.state = next;
 	xops = qp->xops;

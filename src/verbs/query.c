@@ -86,7 +86,7 @@ int sr_fill_port_attr(struct sr_device *dev, uint8_t port, struct ibv_port_attr 
 	a->max_mtu = IBV_MTU_4096;
 	a->active_mtu = sr_mtu_to_ib(link.mtu);
 	a->gid_tbl_len = SR_GID_TBL_LEN;
-	a->port_cap_flags = IBV_PORT_CM_SUP;
+	a->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_DEVICE_MGMT_SUP; /* as siw */
 	a->max_msg_sz = SR_MAX_MSG_SIZE;
 	a->pkey_tbl_len = SR_PKEY_TBL_LEN;
 	a->max_vl_num = 1;
@@ -194,22 +194,24 @@ SR_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
 	return 0;
 }
 
+/*
+ * An iWARP port has no P_Key table: rdma-core reads entries from sysfs
+ * (ports/<n>/pkeys/<i>), which the kernel does not create for iWARP ports since Linux 5.9,
+ * so both calls fail with the errno of that missing file.
+ */
 SR_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
 			     __be16 *pkey)
 {
-	if (!context || !pkey || port_num != 1 || index < 0 || index >= SR_PKEY_TBL_LEN) {
-		errno = EINVAL;
-		return -1;
-	}
-	*pkey = htobe16(0xffff); /* the default full-member P_Key */
-	return 0;
+	(void)port_num;
+	(void)index;
+	errno = (!context || !pkey) ? EINVAL : ENOENT;
+	return -1;
 }
 
 SR_EXPORT int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)
 {
-	if (!context || port_num != 1 || be16toh(pkey) != 0xffff) {
-		errno = EINVAL;
-		return -1;
-	}
-	return 0;
+	(void)port_num;
+	(void)pkey;
+	errno = !context ? EINVAL : ENOENT;
+	return -1;
 }

@@ -28,6 +28,6 @@
 #define SR_PAGE_SIZE_CAP   0xfffff000ull
 #define SR_VENDOR_ID       0x005352 /* "SR"; no IEEE OUI is claimed */
 #define SR_GID_TBL_LEN     1
-#define SR_PKEY_TBL_LEN    1
+#define SR_PKEY_TBL_LEN    0 /* iWARP ports have no P_Key table (Linux >= 5.9) */
 
 #endif

@@ -184,6 +184,9 @@ struct sr_xport_ops {
 	void (*abort)(struct sr_qp *qp);
 	/* The QP is being destroyed: after return the transport never touches qp again. */
 	void (*detach)(struct sr_qp *qp);
+	/* A receive was posted to the QP's own RQ after sr_rq_take() had found none (the
+	 * transport holds a Send for it). No verbs lock held. */
+	void (*rq_kick)(struct sr_qp *qp);
 };
 
 struct sr_qp {
@@ -197,6 +200,11 @@ struct sr_qp {
 	int access;                  /* qp_access_flags */
 	uint8_t max_rd_atomic;       /* ORD */
 	uint8_t max_dest_rd_atomic;  /* IRD */
+	/* Receiver not ready: how long an incoming Send may wait for a receive (the IB
+	 * encodings of ibv_modify_qp(3); see sr_qp_rnr_bound_us) */
+	uint8_t rnr_retry;           /* 0-6 tries, 7 = without end */
+	uint8_t min_rnr_timer;       /* 0-31 */
+	bool rq_wanted;              /* sr_rq_take() found the own RQ empty: kick on the next post */
 	enum ibv_qp_state state;     /* mirrors ibqp.state */
 	/* SQ ring: posted WQEs in order; [head, head+count) live, the first `started` of them
 	 * handed to the transport */
@@ -303,6 +311,13 @@ void sr_qp_attach_xport(struct sr_qp *qp, const struct sr_xport_ops *ops, void *
  *  - A QP with an SRQ entering ERR posts IBV_EVENT_QP_LAST_WQE_REACHED.
  */
 void sr_rq_release(struct sr_recv_wqe *wqe);
+/*
+ * How long an incoming Send may wait for a receive to be posted: rnr_retry × the
+ * min_rnr_timer period, in microseconds; 0 = not at all; UINT64_MAX = without end
+ * (rnr_retry 7). Takes the QP's lock.
+ */
+#define SR_RNR_FOREVER UINT64_MAX
+uint64_t sr_qp_rnr_bound_us(struct sr_qp *qp);
 /*
  * The peer refused a request (it sent a Terminate): the oldest WQE handed to the transport
  * and not yet finished completes with `status` (a later sr_sq_complete() on it is ignored),

@@ -142,6 +142,8 @@ struct sr_recv_wqe *sr_rq_take(struct sr_qp *qp)
 			qp->rq_head = (qp->rq_head + 1) % qp->cap.max_recv_wr;
 			qp->rq_count--;
 		}
+	} else {
+		qp->rq_wanted = true; /* the next sr_post_recv calls xops->rq_kick */
 	}
 	pthread_mutex_unlock(&qp->lock);
 	if (limit)
@@ -218,4 +220,25 @@ void sr_qp_attach_xport(struct sr_qp *qp, const struct sr_xport_ops *ops, void *
 	/* WQEs posted in RTS before the transport arrived start now. */
 	if (kick)
 		ops->sq_kick(qp);
+}
+
+/* The IB encoding of min_rnr_timer (ibv_modify_qp(3)), in microseconds; 0 stands for the
+ * longest, 655.36 ms. */
+static const uint32_t sr_rnr_timer_us[32] = {
+	655360, 10,    20,    30,    40,    60,     80,     120,    160,    240,   320,
+	480,    640,   960,   1280,  1920,  2560,   3840,   5120,   7680,   10240, 15360,
+	20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+uint64_t sr_qp_rnr_bound_us(struct sr_qp *qp)
+{
+	uint8_t retry, timer;
+
+	pthread_mutex_lock(&qp->lock);
+	retry = qp->rnr_retry;
+	timer = qp->min_rnr_timer;
+	pthread_mutex_unlock(&qp->lock);
+	if (retry >= 7)
+		return SR_RNR_FOREVER;
+	return (uint64_t)retry * sr_rnr_timer_us[timer & 31];
 }

@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dp_common.h"
@@ -434,8 +435,34 @@ static void case_bad_access(enum bad_kind k, bool via_read)
 		ibv_dealloc_pd(other);
 }
 
-/* A Send that finds no posted receive breaks the stream (iWARP has no RNR retry). */
-static void case_no_recv(void)
+/* The receiver-not-ready wait of the server's QP (ibv_modify_qp in RTS, IB encodings). */
+static void set_rnr(struct dp_pair *p, uint8_t retry, uint8_t timer)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .rnr_retry = retry,
+				 .min_rnr_timer = timer };
+	struct ibv_qp_init_attr ia;
+
+	DP_CHECK(ibv_modify_qp(p->srv.id->qp, &a, IBV_QP_STATE | IBV_QP_RNR_RETRY |
+						    IBV_QP_MIN_RNR_TIMER) == 0, "modify rnr");
+	memset(&a, 0, sizeof(a));
+	DP_CHECK(ibv_query_qp(p->srv.id->qp, &a, IBV_QP_RNR_RETRY, &ia) == 0, "query");
+	DP_CHECK(a.rnr_retry == retry && a.min_rnr_timer == timer, "rnr attributes not kept");
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/*
+ * A Send that finds no posted receive breaks the stream: at once with rnr_retry 0 (the
+ * default, and all iWARP has done before), else after rnr_retry x min_rnr_timer, which must
+ * have passed (at least bound_ms) when the target reports the error.
+ */
+static void no_recv(uint8_t retry, uint8_t timer, double bound_ms)
 {
 	struct dp_pair p;
 	uint8_t src[64];
@@ -443,9 +470,13 @@ static void case_no_recv(void)
 	struct ibv_wc wc;
 	struct ibv_async_event ae;
 	struct pollfd pfd;
+	double t0;
 
 	dp_connect(&p, NULL);
+	if (retry)
+		set_rnr(&p, retry, timer);
 	smr = dp_reg(p.cli.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	t0 = now_ms();
 	DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, 1, smr, src, sizeof(src), 0, 0,
 			      IBV_SEND_SIGNALED) == 0, "post");
 	wc = dp_wait_wc(p.cli.cq, 10000); /* handed to TCP: success or, if late, an error */
@@ -465,6 +496,8 @@ static void case_no_recv(void)
 		if (mine)
 			break;
 	}
+	DP_CHECK(now_ms() - t0 >= bound_ms, "Terminate after %.1f ms, before the %.1f ms bound",
+		 now_ms() - t0, bound_ms);
 	/* and the initiator's next request is flushed */
 	DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, 2, smr, src, 8, 0, 0, IBV_SEND_SIGNALED) == 0,
 		 "post 2");
@@ -474,6 +507,112 @@ static void case_no_recv(void)
 	DP_CHECK(wc.status == IBV_WC_WR_FLUSH_ERR || wc.status == IBV_WC_REM_OP_ERR,
 		 "after broken stream: %s", ibv_wc_status_str(wc.status));
 	ibv_dereg_mr(smr);
+	dp_disconnect(&p);
+}
+
+static void case_no_recv(void)
+{
+	no_recv(0, 0, 0);
+}
+
+/* rnr_retry 3 x min_rnr_timer 24 (40.96 ms): the Terminate comes after 122.88 ms. */
+static void case_rnr_bound(void)
+{
+	no_recv(3, 24, 122.88);
+}
+
+/*
+ * A Send held without end (rnr_retry 7) gets no receive once the holding side disconnects:
+ * the wait ends with the Terminate, and the sender's next request fails instead of
+ * disappearing into a stream nobody reads.
+ */
+static void case_rnr_disconnect(void)
+{
+	struct dp_pair p;
+	uint8_t src[64];
+	struct ibv_mr *smr;
+	struct ibv_wc wc;
+
+	dp_connect(&p, NULL);
+	set_rnr(&p, 7, 1);
+	smr = dp_reg(p.cli.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, 1, smr, src, sizeof(src), 0, 0,
+			      IBV_SEND_SIGNALED) == 0, "post");
+	wc = dp_wait_wc(p.cli.cq, 10000);
+	DP_CHECK(wc.wr_id == 1 && wc.status == IBV_WC_SUCCESS, "send wc %s",
+		 ibv_wc_status_str(wc.status));
+	DP_CHECK(rdma_disconnect(p.srv.id) == 0, "server rdma_disconnect");
+	/* the client's QP learns of the end (Terminate, then the close): its requests fail */
+	for (uint64_t id = 2;; id++) {
+		DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, id, smr, src, 8, 0, 0,
+				      IBV_SEND_SIGNALED) == 0 || errno == EINVAL, "post %lu",
+			 (unsigned long)id);
+		wc = dp_wait_wc(p.cli.cq, 10000);
+		if (wc.status != IBV_WC_SUCCESS)
+			break;
+		DP_CHECK(id < 1000, "the client's Sends keep succeeding after the disconnect");
+	}
+	ibv_dereg_mr(smr);
+	dp_teardown(&p);
+}
+
+/*
+ * Receiver not ready, without end (rnr_retry 7): a Send posted before the peer's receive
+ * waits in the stream, and so does an RDMA Read behind it; once the receive is posted both
+ * complete normally and the connection carries on. With the server's own RQ (a post resumes
+ * the stream at once) and with an SRQ.
+ */
+static void rnr_late_recv(bool srq)
+{
+	struct dp_opts o = { .srv_srq = srq };
+	uint8_t src[4096], dst[4096], rsrc[512], rdst[512];
+	struct ibv_mr *smr, *dmr, *rsmr, *rdmr;
+	struct dp_pair p;
+	struct ibv_wc wc;
+
+	dp_connect(&p, &o);
+	set_rnr(&p, 7, 1);
+	smr = dp_reg(p.cli.pd, src, sizeof(src), IBV_ACCESS_LOCAL_WRITE);
+	rdmr = dp_reg(p.cli.pd, rdst, sizeof(rdst), IBV_ACCESS_LOCAL_WRITE);
+	dmr = dp_reg(p.srv.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE);
+	rsmr = dp_reg(p.srv.pd, rsrc, sizeof(rsrc), IBV_ACCESS_REMOTE_READ);
+	dp_fill(src, sizeof(src), 71);
+	dp_fill(rsrc, sizeof(rsrc), 72);
+	memset(dst, 0, sizeof(dst));
+	memset(rdst, 0, sizeof(rdst));
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, 1, smr, src, sizeof(src), 0, 0,
+			      IBV_SEND_SIGNALED) == 0, "post send");
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_RDMA_READ, 2, rdmr, rdst, sizeof(rdst),
+			      (uintptr_t)rsrc, rsmr->rkey, IBV_SEND_SIGNALED) == 0, "post read");
+	wc = dp_wait_wc(p.cli.cq, 10000);
+	DP_CHECK(wc.wr_id == 1 && wc.status == IBV_WC_SUCCESS, "send wc %s",
+		 ibv_wc_status_str(wc.status));
+	/* The Read Request is behind the Send in the stream: it cannot be answered yet. */
+	DP_CHECK(dp_no_wc(p.cli.cq, 100), "the Read completed while the Send waited");
+	DP_CHECK(dp_no_wc(p.srv.cq, 1), "a completion on the target before its receive");
+	dp_post_recv(&p.srv, 10, dmr, dst, sizeof(dst));
+	wc = dp_wait_wc(p.srv.cq, 10000);
+	DP_CHECK(wc.wr_id == 10 && wc.status == IBV_WC_SUCCESS && wc.byte_len == sizeof(src),
+		 "recv wc %s len %u", ibv_wc_status_str(wc.status), wc.byte_len);
+	DP_CHECK(dp_check(dst, sizeof(dst), 71), "Send data differs");
+	wc = dp_wait_wc(p.cli.cq, 10000);
+	DP_CHECK(wc.wr_id == 2 && wc.status == IBV_WC_SUCCESS, "read wc %s",
+		 ibv_wc_status_str(wc.status));
+	DP_CHECK(dp_check(rdst, sizeof(rdst), 72), "Read data differs");
+	/* the connection carries on: a Send with its receive already there */
+	dp_post_recv(&p.srv, 11, dmr, dst, sizeof(dst));
+	dp_fill(src, sizeof(src), 73);
+	DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, 3, smr, src, 100, 0, 0, IBV_SEND_SIGNALED) == 0,
+		 "post send 2");
+	wc = dp_wait_wc(p.cli.cq, 10000);
+	DP_CHECK(wc.wr_id == 3 && wc.status == IBV_WC_SUCCESS, "send 2 wc");
+	wc = dp_wait_wc(p.srv.cq, 10000);
+	DP_CHECK(wc.wr_id == 11 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 100, "recv 2 wc");
+	DP_CHECK(dp_check(dst, 100, 73), "Send 2 data differs");
+	ibv_dereg_mr(smr);
+	ibv_dereg_mr(rdmr);
+	ibv_dereg_mr(dmr);
+	ibv_dereg_mr(rsmr);
 	dp_disconnect(&p);
 }
 
@@ -644,6 +783,12 @@ int main(int argc, char **argv)
 		case_bad_access(BAD_PD, false), case_bad_access(BAD_PD, true);
 	else if (!strcmp(c, "no_recv"))
 		case_no_recv();
+	else if (!strcmp(c, "rnr_bound"))
+		case_rnr_bound();
+	else if (!strcmp(c, "rnr_disconnect"))
+		case_rnr_disconnect();
+	else if (!strcmp(c, "rnr_late_recv"))
+		rnr_late_recv(false), rnr_late_recv(true);
 	else if (!strcmp(c, "peer_close"))
 		case_peer_close();
 	else if (!strcmp(c, "close_race"))
