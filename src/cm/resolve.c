@@ -35,14 +35,6 @@ struct sr_cm_nwait {
 static struct sr_list sr_cm_nwaits = SR_LIST_INIT(sr_cm_nwaits);
 static struct sr_engine_timer sr_cm_resolve_timer;
 
-static uint64_t sr_now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Remember the next hop's link-layer address, to notice when it changes (netwatch.c). */
 static void sr_cm_path_set_mac(struct sr_cm_id *id, const struct sr_neigh *n)
 {
@@ -102,7 +94,7 @@ static void sr_cm_resolve_rearm_locked(void)
 	}
 	if (!first)
 		return; /* an expiry with nothing due does no harm */
-	now = sr_now_ns();
+	now = sr_mono_ns();
 	/* rounded up: firing early would find nothing due and re-arm for 0 ms */
 	sr_engine_timer_arm(&sr_cm_resolve_timer,
 			    first > now ? (unsigned int)((first - now + 999999u) / 1000000u) : 0);
@@ -150,7 +142,7 @@ void sr_cm_resolve_recheck_locked(void)
 
 static void sr_cm_resolve_timer_cb(struct sr_engine_timer *t)
 {
-	uint64_t now = sr_now_ns();
+	uint64_t now = sr_mono_ns();
 	struct sr_list *p, *q;
 
 	(void)t;
@@ -213,7 +205,7 @@ int sr_cm_resolve_nexthop_locked(struct sr_cm_id *id, int ifindex, const struct 
 		sr_list_add_tail(&sr_cm_nwaits, &w->node);
 	}
 	id->nwait = w;
-	id->resolve_deadline = sr_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
+	id->resolve_deadline = sr_mono_ns() + (uint64_t)SR_MAX(timeout_ms, 0) * 1000000u;
 	sr_list_add_tail(&w->ids, &id->nwait_node);
 	id->state = SR_CM_ADDR_QUERY;
 	sr_cm_resolve_rearm_locked();

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Marks a function that leaves the shared library; the version script picks the node. */
 #define SR_EXPORT __attribute__((visibility("default")))
@@ -17,5 +18,14 @@
 #define SR_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define sr_likely(x) __builtin_expect(!!(x), 1)
 #define sr_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* CLOCK_MONOTONIC in nanoseconds: deadlines and ages. */
+static inline uint64_t sr_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 #endif

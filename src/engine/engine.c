@@ -69,14 +69,6 @@ bool sr_engine_in_thread(void)
 	return sr_engine_self;
 }
 
-static uint64_t sr_engine_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Program the timerfd for the earliest deadline, unless it already fires by then. */
 static void sr_engine_timer_program_locked(void)
 {
@@ -108,7 +100,7 @@ static void sr_engine_run_timers(void)
 	while (!sr_list_empty(&eng.timers)) {
 		struct sr_engine_timer *t = sr_list_first(&eng.timers, struct sr_engine_timer, node);
 
-		if (t->deadline > sr_engine_now())
+		if (t->deadline > sr_mono_ns())
 			break;
 		sr_list_del(&t->node);
 		t->armed = false;
@@ -269,7 +261,7 @@ int sr_engine_timer_arm(struct sr_engine_timer *t, unsigned int ms)
 	pthread_mutex_lock(&eng.mu);
 	if (t->armed)
 		sr_list_del(&t->node);
-	t->deadline = sr_engine_now() + (uint64_t)ms * 1000000ull;
+	t->deadline = sr_mono_ns() + (uint64_t)ms * 1000000ull;
 	/* From the end: timers of one kind arrive in deadline order. */
 	for (pos = eng.timers.prev; pos != &eng.timers; pos = pos->prev)
 		if (sr_list_entry(pos, struct sr_engine_timer, node)->deadline <= t->deadline)

@@ -50,14 +50,6 @@ static enum sr_iw_err sr_iw_rdmap_err(enum sr_access_result r)
 /* Internal result of the header checks: the Send waits for a receive (receiver not ready). */
 #define SR_IW_RX_HOLD 3
 
-static uint64_t sr_iw_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 uint32_t sr_iw_rx_interest(const struct sr_iw_conn *c)
 {
 	return c->rx_state == SR_IW_RXS_HELD ? 0 : EPOLLIN | EPOLLRDHUP;
@@ -106,7 +98,7 @@ void sr_iw_rx_kick(struct sr_qp *qp)
  */
 static int sr_iw_rx_hold(struct sr_iw_conn *c)
 {
-	uint64_t now = sr_iw_now_ns(), left_ms;
+	uint64_t now = sr_mono_ns(), left_ms;
 	bool disconnecting;
 
 	/*
