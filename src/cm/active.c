@@ -93,7 +93,7 @@ static void sr_cm_update_src(struct sr_cm_id *id, int fd)
 	if (!sr_addr_is_any(&id->id.route.addr.src_addr))
 		return;
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
-		sr_cm_set_addr(&id->id.route.addr.src_storage, (struct sockaddr *)&ss);
+		sr_addr_store(&id->id.route.addr.src_storage, (struct sockaddr *)&ss);
 }
 
 /* The Request is out: from now on we wait for the Reply (lock held). */

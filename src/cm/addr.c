@@ -98,7 +98,7 @@ SR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 		else
 			src = rt.src;
 		sr_addr_set_port((struct sockaddr *)&src, src_addr ? sr_addr_port(src_addr) : 0);
-		sr_cm_set_addr(&id->route.addr.dst_storage, dst_addr);
+		sr_addr_store(&id->route.addr.dst_storage, dst_addr);
 		err = sr_cm_bind_locked(s, (struct sockaddr *)&src, true);
 		if (err) {
 			memset(&id->route.addr.dst_storage, 0, sizeof(id->route.addr.dst_storage));
@@ -116,7 +116,7 @@ SR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 			/* report the source the kernel will use, with our port */
 			uint16_t port = sr_addr_port(bound);
 
-			sr_cm_set_addr(&id->route.addr.src_storage, (struct sockaddr *)&rt.src);
+			sr_addr_store(&id->route.addr.src_storage, (struct sockaddr *)&rt.src);
 			sr_addr_set_port(&id->route.addr.src_addr, port);
 		}
 	} else {
@@ -124,7 +124,7 @@ SR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 		goto out;
 	}
 
-	sr_cm_set_addr(&id->route.addr.dst_storage, dst_addr);
+	sr_addr_store(&id->route.addr.dst_storage, dst_addr);
 	if (!s->dev) {
 		dev = sr_cm_dev_by_ifindex(rt.dev_ifindex);
 		if (!dev) {

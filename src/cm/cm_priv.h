@@ -296,11 +296,6 @@ const char *sr_cm_state_str(enum sr_cm_state s);
  * Returns 0 or a negative errno. sr_cm_lock held.
  */
 int sr_cm_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr, bool active);
-/* Copy a sockaddr into a route address slot, unmapping v4-mapped IPv6. */
-static inline void sr_cm_set_addr(struct sockaddr_storage *slot, const struct sockaddr *sa)
-{
-	sr_addr_store(slot, sa);
-}
 
 /*
  * resolve.c (lock held): wait for the next hop nh on ifindex to become valid, at most

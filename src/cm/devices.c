@@ -129,7 +129,7 @@ struct sr_cm_dev *sr_cm_dev_for_local(const struct sockaddr *sa)
 	struct sr_route rt;
 	int ifindex, err;
 
-	sr_cm_set_addr(&a, sa);
+	sr_addr_store(&a, sa);
 	/*
 	 * Loopback addresses are lo's, and the kernel numbers lo 1 in every namespace
 	 * (LOOPBACK_IFINDEX): no address dump per accepted connection on 127.0.0.1.

@@ -14,7 +14,6 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cm/cm_priv.h"
@@ -93,7 +92,7 @@ static void sr_cm_passive_request(struct sr_cm_conn *c)
 	 * call less per connection), only a wildcard one needs to ask. */
 	memcpy(&peer, &c->peer, sizeof(peer));
 	if (!sr_addr_is_any(&l->id.route.addr.src_addr))
-		sr_cm_set_addr(&local, &l->id.route.addr.src_addr);
+		sr_addr_store(&local, &l->id.route.addr.src_addr);
 	else if (getsockname(c->sock.fd, (struct sockaddr *)&local, &llen) < 0) {
 		sr_cm_passive_drop(c, NULL);
 		return;
@@ -112,8 +111,8 @@ static void sr_cm_passive_request(struct sr_cm_conn *c)
 		return;
 	}
 	sr_cm_id_set_dev(id, dev);
-	sr_cm_set_addr(&id->id.route.addr.src_storage, (struct sockaddr *)&local);
-	sr_cm_set_addr(&id->id.route.addr.dst_storage, (struct sockaddr *)&peer);
+	sr_addr_store(&id->id.route.addr.src_storage, (struct sockaddr *)&local);
+	sr_addr_store(&id->id.route.addr.dst_storage, (struct sockaddr *)&peer);
 	id->tos = l->tos;
 	id->user_timeout_ms = l->user_timeout_ms;
 	sr_cm_apply_sockopts(id, c->sock.fd);
@@ -184,14 +183,6 @@ void sr_cm_passive_timeout(struct sr_cm_conn *c)
 	sr_cm_passive_drop(c, NULL);
 }
 
-static uint64_t sr_cm_mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* A handshake that has received nothing for SR_CM_HANDSHAKE_IDLE_MS since it was accepted. */
 static bool sr_cm_hs_idle(struct sr_cm_conn *c, uint64_t now)
 {
@@ -212,12 +203,35 @@ static bool sr_cm_hs_idle(struct sr_cm_conn *c, uint64_t now)
  * per-source bound with no idle one to drop, the newcomer is admitted; over the total, refused.
  * Each handshake holds one descriptor, its socket.
  */
+/*
+ * The oldest idle handshake of l, from source only (NULL: any source). Only the 16 oldest
+ * candidates are asked (a system call each): idle sockets are the old ones.
+ */
+static struct sr_cm_conn *sr_cm_oldest_idle(struct sr_cm_id *l, const struct sockaddr *source,
+					    uint64_t now)
+{
+	unsigned int looked = 0;
+	struct sr_list *pos, *tmp;
+
+	sr_list_for_each_safe(pos, tmp, &l->hs_list) {
+		struct sr_cm_conn *c = sr_list_entry(pos, struct sr_cm_conn, node);
+
+		if (source && !sr_addr_same_ip((struct sockaddr *)&c->peer, source))
+			continue;
+		if (sr_cm_hs_idle(c, now))
+			return c;
+		if (++looked == 16)
+			break;
+	}
+	return NULL;
+}
+
 static bool sr_cm_make_room_locked(struct sr_cm_id *l, const struct sockaddr *peer)
 {
 	bool full = l->handshakes >= SR_CM_MAX_HANDSHAKES, by_source;
 	struct sr_cm_conn *victim = NULL;
-	uint64_t now = sr_cm_mono_ns();
-	unsigned int same = 0, looked = 0;
+	uint64_t now = sr_mono_ns();
+	unsigned int same = 0;
 	struct sr_list *pos, *tmp;
 
 	sr_list_for_each_safe(pos, tmp, &l->hs_list)
@@ -226,33 +240,11 @@ static bool sr_cm_make_room_locked(struct sr_cm_id *l, const struct sockaddr *pe
 	by_source = same >= SR_CM_MAX_HANDSHAKES_PER_SOURCE;
 	if (!by_source && !full)
 		return true;
-	/* the oldest idle one, of the source first; only the 16 oldest candidates are asked
-	 * (a system call each): idle sockets are the old ones */
-	sr_list_for_each_safe(pos, tmp, &l->hs_list) {
-		struct sr_cm_conn *c = sr_list_entry(pos, struct sr_cm_conn, node);
-
-		if (by_source && !sr_addr_same_ip((struct sockaddr *)&c->peer, peer))
-			continue;
-		if (sr_cm_hs_idle(c, now)) {
-			victim = c;
-			break;
-		}
-		if (++looked == 16)
-			break;
-	}
-	if (!victim && by_source && full) {
-		looked = 0;
-		sr_list_for_each_safe(pos, tmp, &l->hs_list) {
-			struct sr_cm_conn *c = sr_list_entry(pos, struct sr_cm_conn, node);
-
-			if (sr_cm_hs_idle(c, now)) {
-				victim = c;
-				break;
-			}
-			if (++looked == 16)
-				break;
-		}
-	}
+	/* the source's own oldest idle one first; over the total, anybody's */
+	if (by_source)
+		victim = sr_cm_oldest_idle(l, peer, now);
+	if (!victim && full)
+		victim = sr_cm_oldest_idle(l, NULL, now);
 	if (!victim)
 		return !full;
 	sr_dbg("listener %p: half-open handshakes full, dropping an idle one", (void *)l);
@@ -318,11 +310,11 @@ static void sr_cm_listen_cb(struct sr_engine_handler *h, uint32_t events)
 			close(fd);
 			continue;
 		}
-		sr_cm_set_addr(&c->peer, (struct sockaddr *)&peer);
+		sr_addr_store(&c->peer, (struct sockaddr *)&peer);
 		c->phase = SR_CONN_READ_REQ;
 		c->len = SR_MPA_RR_HDR_LEN;
 		c->listener = l;
-		c->accepted_ns = sr_cm_mono_ns();
+		c->accepted_ns = sr_mono_ns();
 		sr_list_add_tail(&l->hs_list, &c->node);
 		l->handshakes++;
 		/* An active side sends its Request right after its connect() (active.c), so
