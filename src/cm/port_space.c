@@ -56,115 +56,19 @@
 /* Owners per port, singly linked through sr_cm_id.port_next (zero pages until used). */
 static struct sr_cm_id *sr_port_owners[65536];
 
-/* ------------------------------------------------------------- rules -- */
-
-/* Rule 1's notion of "wildcard": the kernel CM's cma_any_addr() includes loopback. */
-static bool sr_ps_any_or_loopback(const struct sockaddr *sa)
-{
-	return sr_addr_len(sa) == 0 || sr_addr_is_any(sa) || sr_addr_is_loopback(sa);
-}
-
-/* Rule 2's "not known": no address yet, or a wildcard one. */
-static bool sr_ps_unknown(const struct sockaddr *sa)
-{
-	return sr_addr_len(sa) == 0 || sr_addr_is_any(sa);
-}
-
-int sr_cm_port_rule_explicit(const struct sockaddr *a, bool a_reuse, bool a_afonly,
-			     const struct sockaddr *b, bool b_reuse, bool b_afonly)
-{
-	if (a_reuse && b_reuse)
-		return 0;
-	if (a->sa_family != b->sa_family && a_afonly && b_afonly)
-		return 0;
-	if (sr_ps_any_or_loopback(a) || sr_ps_any_or_loopback(b))
-		return -EADDRNOTAVAIL;
-	if (sr_addr_same_ip(a, b))
-		return -EADDRINUSE;
-	return 0;
-}
-
-bool sr_cm_port_rule_unique(const struct sockaddr *src_a, const struct sockaddr *dst_a,
-			    const struct sockaddr *src_b, const struct sockaddr *dst_b)
-{
-	uint16_t pa = sr_addr_len(dst_a) ? sr_addr_port(dst_a) : 0;
-	uint16_t pb = sr_addr_len(dst_b) ? sr_addr_port(dst_b) : 0;
-
-	if (pa && pb && pa != pb)
-		return true;
-	if (!sr_ps_unknown(src_a) && !sr_ps_unknown(src_b) && !sr_addr_same_ip(src_a, src_b))
-		return true;
-	if (!sr_ps_unknown(dst_a) && !sr_ps_unknown(dst_b) && !sr_addr_same_ip(dst_a, dst_b))
-		return true;
-	return false;
-}
-
-static bool sr_ps_afonly(const struct sr_cm_id *id, int family)
-{
-	char c = '0';
-	FILE *f;
-
-	if (family == AF_INET)
-		return true; /* the kernel CM sets afonly for every AF_INET bind */
-	if (id->afonly >= 0)
-		return id->afonly;
-	f = fopen("/proc/sys/net/ipv6/bindv6only", "re");
-	if (f) {
-		if (fread(&c, 1, 1, f) != 1)
-			c = '0';
-		fclose(f);
-	}
-	return c == '1';
-}
-
-/* Rule 1 against every owner of addr's port; reuse is id's as the caller wants it. */
-static int sr_ps_check_explicit(const struct sr_cm_id *id, const struct sockaddr *addr,
-				bool reuse)
-{
-	bool afonly = sr_ps_afonly(id, addr->sa_family);
-	const struct sr_cm_id *o;
-	int err;
-
-	for (o = sr_port_owners[sr_addr_port(addr)]; o; o = o->port_next) {
-		const struct sockaddr *oa = &o->id.route.addr.src_addr;
-
-		if (o == id)
-			continue;
-		err = sr_cm_port_rule_explicit(addr, reuse, afonly, oa, o->reuseaddr,
-					       sr_ps_afonly(o, oa->sa_family));
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-/* Rule 2 against every owner of port, for an id with this source and destination. */
-static bool sr_ps_port_unique(const struct sr_cm_id *id, uint16_t port,
-			      const struct sockaddr *src, const struct sockaddr *dst)
-{
-	const struct sr_cm_id *o;
-
-	for (o = sr_port_owners[port]; o; o = o->port_next) {
-		if (o == id)
-			continue;
-		if (!sr_cm_port_rule_unique(src, dst, &o->id.route.addr.src_addr,
-					    &o->id.route.addr.dst_addr))
-			return false;
-	}
-	return true;
-}
-
 /* ------------------------------------------------------------ ranges -- */
 
 /*
- * net.ipv4.ip_local_port_range and ip_local_reserved_ports of the caller's namespace,
- * re-read at most once a second: a resolve storm must not cost two file reads per id, and
- * an administrator's change still takes effect promptly.
+ * net.ipv4.ip_local_port_range, ip_local_reserved_ports and net.ipv6.bindv6only of the
+ * caller's namespace, re-read at most once a second: a resolve storm or a port with many
+ * owners must not cost file reads per id, and an administrator's change still takes effect
+ * promptly.
  */
 static struct {
 	struct timespec read_at;
 	bool valid;
 	uint16_t lo, hi;
+	bool bindv6only;
 	uint8_t reserved[65536 / 8];
 } sr_ps_range;
 
@@ -218,6 +122,14 @@ static void sr_ps_refresh_range(void)
 	sr_ps_range.lo = (uint16_t)lo;
 	sr_ps_range.hi = (uint16_t)hi;
 	sr_ps_read_reserved();
+	sr_ps_range.bindv6only = false;
+	f = fopen("/proc/sys/net/ipv6/bindv6only", "re");
+	if (f) {
+		char c = '0';
+
+		sr_ps_range.bindv6only = fread(&c, 1, 1, f) == 1 && c == '1';
+		fclose(f);
+	}
 	sr_ps_range.read_at = now;
 	sr_ps_range.valid = true;
 }
@@ -238,6 +150,98 @@ static uint32_t sr_ps_random(void)
 	x ^= x >> 17;
 	x ^= x << 5;
 	return x;
+}
+
+/* ------------------------------------------------------------- rules -- */
+
+/* Rule 1's notion of "wildcard": the kernel CM's cma_any_addr() includes loopback. */
+static bool sr_ps_any_or_loopback(const struct sockaddr *sa)
+{
+	return sr_addr_len(sa) == 0 || sr_addr_is_any(sa) || sr_addr_is_loopback(sa);
+}
+
+/* Rule 2's "not known": no address yet, or a wildcard one. */
+static bool sr_ps_unknown(const struct sockaddr *sa)
+{
+	return sr_addr_len(sa) == 0 || sr_addr_is_any(sa);
+}
+
+int sr_cm_port_rule_explicit(const struct sockaddr *a, bool a_reuse, bool a_afonly,
+			     const struct sockaddr *b, bool b_reuse, bool b_afonly)
+{
+	if (a_reuse && b_reuse)
+		return 0;
+	if (a->sa_family != b->sa_family && a_afonly && b_afonly)
+		return 0;
+	if (sr_ps_any_or_loopback(a) || sr_ps_any_or_loopback(b))
+		return -EADDRNOTAVAIL;
+	if (sr_addr_same_ip(a, b))
+		return -EADDRINUSE;
+	return 0;
+}
+
+bool sr_cm_port_rule_unique(const struct sockaddr *src_a, const struct sockaddr *dst_a,
+			    const struct sockaddr *src_b, const struct sockaddr *dst_b)
+{
+	uint16_t pa = sr_addr_len(dst_a) ? sr_addr_port(dst_a) : 0;
+	uint16_t pb = sr_addr_len(dst_b) ? sr_addr_port(dst_b) : 0;
+
+	if (pa && pb && pa != pb)
+		return true;
+	if (!sr_ps_unknown(src_a) && !sr_ps_unknown(src_b) && !sr_addr_same_ip(src_a, src_b))
+		return true;
+	if (!sr_ps_unknown(dst_a) && !sr_ps_unknown(dst_b) && !sr_addr_same_ip(dst_a, dst_b))
+		return true;
+	return false;
+}
+
+/* Whether an id binds for its own family only (reads sr_ps_range, refreshed by callers). */
+static bool sr_ps_afonly(const struct sr_cm_id *id, int family)
+{
+	if (family == AF_INET)
+		return true; /* the kernel CM sets afonly for every AF_INET bind */
+	if (id->afonly >= 0)
+		return id->afonly;
+	return sr_ps_range.bindv6only;
+}
+
+/* Rule 1 against every owner of addr's port; reuse is id's as the caller wants it. */
+static int sr_ps_check_explicit(const struct sr_cm_id *id, const struct sockaddr *addr,
+				bool reuse)
+{
+	const struct sr_cm_id *o;
+	bool afonly;
+	int err;
+
+	sr_ps_refresh_range();
+	afonly = sr_ps_afonly(id, addr->sa_family);
+	for (o = sr_port_owners[sr_addr_port(addr)]; o; o = o->port_next) {
+		const struct sockaddr *oa = &o->id.route.addr.src_addr;
+
+		if (o == id)
+			continue;
+		err = sr_cm_port_rule_explicit(addr, reuse, afonly, oa, o->reuseaddr,
+					       sr_ps_afonly(o, oa->sa_family));
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Rule 2 against every owner of port, for an id with this source and destination. */
+static bool sr_ps_port_unique(const struct sr_cm_id *id, uint16_t port,
+			      const struct sockaddr *src, const struct sockaddr *dst)
+{
+	const struct sr_cm_id *o;
+
+	for (o = sr_port_owners[port]; o; o = o->port_next) {
+		if (o == id)
+			continue;
+		if (!sr_cm_port_rule_unique(src, dst, &o->id.route.addr.src_addr,
+					    &o->id.route.addr.dst_addr))
+			return false;
+	}
+	return true;
 }
 
 /* ----------------------------------------------------------- sockets -- */
