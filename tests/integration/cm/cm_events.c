@@ -81,16 +81,9 @@ static int watch(const char *ip, int port, const char *want)
 		w = RDMA_CM_EVENT_DEVICE_REMOVAL;
 	else
 		CT_FAIL("unknown event %s", want);
-	CT_CHECK(ch && rdma_create_id(ch, &c, NULL, RDMA_PS_TCP) == 0);
-	CT_CHECK(ct_addr(ip, port, &ss) == 0);
-	CT_CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&ss, 5000) == 0);
-	ev = ct_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 10000);
-	CT_CHECK(ev);
-	rdma_ack_cm_event(ev);
-	CT_CHECK(rdma_resolve_route(c, 2000) == 0);
-	ev = ct_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000);
-	CT_CHECK(ev);
-	rdma_ack_cm_event(ev);
+	CT_CHECK(ch && ct_addr(ip, port, &ss) == 0);
+	if (ct_resolve_both(ch, &c, NULL, (struct sockaddr *)&ss, 5000, 10000))
+		return 1;
 	if (use_qp) {
 		if (make_qp(c))
 			return 1;
@@ -154,20 +147,13 @@ static int expect(const char *src, const char *ip, int port, const char *want)
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *c;
 
-	CT_CHECK(ch && rdma_create_id(ch, &c, NULL, RDMA_PS_TCP) == 0);
-	CT_CHECK(ct_addr(ip, port, &ss) == 0);
+	CT_CHECK(ch && ct_addr(ip, port, &ss) == 0);
 	if (strcmp(src, "-"))
 		CT_CHECK(ct_addr(src, 0, &sa) == 0);
-	CT_CHECK(rdma_resolve_addr(c, strcmp(src, "-") ? (struct sockaddr *)&sa : NULL,
-				   (struct sockaddr *)&ss, 5000) == 0);
-	ev = ct_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, 10000);
-	CT_CHECK(ev);
-	rdma_ack_cm_event(ev);
+	if (ct_resolve_both(ch, &c, strcmp(src, "-") ? (struct sockaddr *)&sa : NULL,
+			    (struct sockaddr *)&ss, 5000, 10000))
+		return 1;
 	printf("device %s\n", ibv_get_device_name(c->verbs->device));
-	CT_CHECK(rdma_resolve_route(c, 2000) == 0);
-	ev = ct_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000);
-	CT_CHECK(ev);
-	rdma_ack_cm_event(ev);
 	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == 0);
 	ev = ct_get(ch, 60000);
 	CT_CHECK(ev);

@@ -77,16 +77,9 @@ static int real_client(struct rdma_event_channel *chs, struct rdma_event_channel
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *c, *s;
 
-	CT_CHECK(rdma_create_id(chc, &c, NULL, RDMA_PS_TCP) == 0);
 	ct_addr("127.0.0.1", PORT, &d);
-	CT_CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&d, 2000) == 0);
-	ev = ct_expect(chc, RDMA_CM_EVENT_ADDR_RESOLVED, 5000);
-	CT_CHECK(ev);
-	rdma_ack_cm_event(ev);
-	CT_CHECK(rdma_resolve_route(c, 2000) == 0);
-	ev = ct_expect(chc, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000);
-	CT_CHECK(ev);
-	rdma_ack_cm_event(ev);
+	if (ct_resolve_both(chc, &c, NULL, (struct sockaddr *)&d, 2000, 5000))
+		return 1;
 	CT_CHECK(rdma_connect(c, &p) == 0);
 	ev = ct_expect(chs, RDMA_CM_EVENT_CONNECT_REQUEST, 10000);
 	CT_CHECK(ev && ev->param.conn.private_data_len == 5 &&

@@ -58,6 +58,28 @@ static inline struct rdma_cm_event *ct_expect(struct rdma_event_channel *ch,
 	return ev;
 }
 
+/*
+ * A new id on ch resolved to dst (from src, NULL: the route's source; resolve timeout ms,
+ * ADDR_RESOLVED awaited up to wait_ms) and then its route (ROUTE_RESOLVED within 5 s).
+ */
+static inline int ct_resolve_both(struct rdma_event_channel *ch, struct rdma_cm_id **c,
+				  const struct sockaddr *src, const struct sockaddr *dst, int ms,
+				  int wait_ms)
+{
+	struct rdma_cm_event *ev;
+
+	CT_CHECK(rdma_create_id(ch, c, NULL, RDMA_PS_TCP) == 0);
+	CT_CHECK(rdma_resolve_addr(*c, (struct sockaddr *)src, (struct sockaddr *)dst, ms) == 0);
+	ev = ct_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, wait_ms);
+	CT_CHECK(ev);
+	rdma_ack_cm_event(ev);
+	CT_CHECK(rdma_resolve_route(*c, 2000) == 0);
+	ev = ct_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000);
+	CT_CHECK(ev);
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
 /* Fill a sockaddr from text + port. */
 static inline int ct_addr(const char *ip, int port, struct sockaddr_storage *ss)
 {
