@@ -532,6 +532,7 @@ static void case_rnr_disconnect(void)
 	uint8_t src[64];
 	struct ibv_mr *smr;
 	struct ibv_wc wc;
+	int rc;
 
 	dp_connect(&p, NULL);
 	set_rnr(&p, 7, 1);
@@ -542,15 +543,32 @@ static void case_rnr_disconnect(void)
 	DP_CHECK(wc.wr_id == 1 && wc.status == IBV_WC_SUCCESS, "send wc %s",
 		 ibv_wc_status_str(wc.status));
 	DP_CHECK(rdma_disconnect(p.srv.id) == 0, "server rdma_disconnect");
-	/* the client's QP learns of the end (Terminate, then the close): its requests fail */
-	for (uint64_t id = 2;; id++) {
-		DP_CHECK(dp_post_send(&p.cli, IBV_WR_SEND, id, smr, src, 8, 0, 0,
-				      IBV_SEND_SIGNALED) == 0 || errno == EINVAL, "post %lu",
-			 (unsigned long)id);
-		wc = dp_wait_wc(p.cli.cq, 10000);
-		if (wc.status != IBV_WC_SUCCESS)
+	/*
+	 * Sends posted before the client learns of the end may still be handed to TCP; the
+	 * client's DISCONNECTED event says its QP knows (Terminate, then the close), and from
+	 * then on a request fails: refused at post, or completed with an error.
+	 */
+	for (;;) {
+		struct pollfd pfd = { .fd = p.ec->fd, .events = POLLIN };
+		struct rdma_cm_event *ev;
+		bool cli_done;
+
+		DP_CHECK(poll(&pfd, 1, 10000) == 1, "no DISCONNECTED event for the client");
+		DP_CHECK(rdma_get_cm_event(p.ec, &ev) == 0, "rdma_get_cm_event");
+		cli_done = ev->id == p.cli.id && ev->event == RDMA_CM_EVENT_DISCONNECTED;
+		rdma_ack_cm_event(ev);
+		if (cli_done)
 			break;
-		DP_CHECK(id < 1000, "the client's Sends keep succeeding after the disconnect");
+	}
+	rc = dp_post_send(&p.cli, IBV_WR_SEND, 2, smr, src, 8, 0, 0, IBV_SEND_SIGNALED);
+	if (rc == 0) {
+		do
+			wc = dp_wait_wc(p.cli.cq, 10000);
+		while (wc.wr_id != 2);
+		DP_CHECK(wc.status != IBV_WC_SUCCESS,
+			 "a Send after the client's DISCONNECTED event succeeded");
+	} else {
+		DP_CHECK(rc == EINVAL, "post after DISCONNECTED: %s", strerror(rc));
 	}
 	ibv_dereg_mr(smr);
 	dp_teardown(&p);
