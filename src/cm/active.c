@@ -9,6 +9,8 @@
  * (-ETIMEDOUT), anything else (malformed Reply, negotiation failure) CONNECT_ERROR.
  */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -20,9 +22,21 @@
 #include "common/sr_log.h"
 #include "netdev/sr_route.h"
 
+/*
+ * Rev 1 carries no IRD/ORD: a kernel soft-iWARP responder then runs with whatever its server
+ * application passed to rdma_accept, often 0, and refuses its peer's first READ
+ * (docs/COMPATIBILITY.md, "What else to know about siw"). Say so once per process.
+ */
 static int sr_cm_mpa_rev(void)
 {
-	return sr_config_long("SOFTRDMA_MPA_REV") == 1 ? SR_MPA_REV1 : SR_MPA_REV2;
+	static atomic_bool warned;
+
+	if (sr_config_long("SOFTRDMA_MPA_REV") != 1)
+		return SR_MPA_REV2;
+	if (!atomic_exchange(&warned, true))
+		sr_warn("SOFTRDMA_MPA_REV=1: MPA rev 1 exchanges no IRD/ORD; a peer whose "
+			"application leaves them 0 refuses RDMA READs (rev 2 is the default)");
+	return SR_MPA_REV1;
 }
 
 /* The RTR forms we offer as peer-to-peer initiator (SOFTRDMA_MPA_RTR, docs/CONFIG.md). */
