@@ -980,6 +980,67 @@ static void t_dereg_stops_rresp_nocrc(void **s)
 }
 
 /*
+ * A Read Response still queued behind another one when its region is deregistered never
+ * starts: the first response completes, then the peer gets the Terminate for an invalid
+ * STag (RDMAP remote protection error) instead of a byte of the second, and the FIN.
+ */
+static void dereg_queued_rresp(bool crc)
+{
+	struct rq t;
+	const size_t na = 2u << 20, nb = 65536;
+	uint8_t *a = malloc(na), *b = malloc(nb), *got = calloc(1, na), fp[256];
+	struct ibv_mr *amr, *bmr;
+	uint64_t off = 0;
+	size_t l;
+
+	rq_up(&t, true, mpa_conn(crc, 0, 2, 2));
+	small_buffers(&t);
+	t.r.mulpdu = 0;
+	fill(a, na, 51);
+	memset(b, 0x77, nb);
+	amr = ibv_reg_mr(t.e.pd, a, na, IBV_ACCESS_REMOTE_READ);
+	bmr = ibv_reg_mr(t.e.pd, b, nb, IBV_ACCESS_REMOTE_READ);
+	assert_non_null(amr);
+	assert_non_null(bmr);
+	l = fpdu_rreq(fp, crc, 1, 0x10, 0, (uint32_t)na, amr->rkey, (uintptr_t)a);
+	l += fpdu_rreq(fp + l, crc, 2, 0x20, 0, (uint32_t)nb, bmr->rkey, (uintptr_t)b);
+	xsend(t.peer, fp, l);
+	wait_rresp_blocked(&t);
+	assert_int_equal(ibv_dereg_mr(bmr), 0);
+	memset(b, 0x99, nb);
+	do {
+		assert_int_equal(raw_next(&t.r, got, na, T_WAIT_MS), 0);
+		assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_RESP);
+		assert_int_equal(t.r.seg.stag, 0x10);
+		off += t.r.seg.payload_len;
+	} while (!t.r.seg.last);
+	assert_int_equal(off, na);
+	assert_memory_equal(got, a, na);
+	expect_term_end(&t, 0, 1, 0x00);
+	assert_int_equal(qp_state(&t.e), IBV_QPS_ERR);
+	assert_true(wait_async(t.e.qp, IBV_EVENT_QP_FATAL, T_WAIT_MS));
+	shutdown(t.peer, SHUT_WR);
+	assert_true(wait_closed(&t.e) < 0);
+	assert_int_equal(ibv_dereg_mr(amr), 0);
+	rq_down(&t);
+	free(a);
+	free(b);
+	free(got);
+}
+
+static void t_dereg_queued_rresp_crc(void **s)
+{
+	(void)s;
+	dereg_queued_rresp(true);
+}
+
+static void t_dereg_queued_rresp_nocrc(void **s)
+{
+	(void)s;
+	dereg_queued_rresp(false);
+}
+
+/*
  * The application unmaps (here: makes inaccessible) memory it registered while a Read
  * Response from it is blocked: sendmsg fails with EFAULT, and the stream must then end
  * and the QP err, not stay half alive. CRC off: computing a CRC over such memory would
@@ -1077,6 +1138,8 @@ int main(void)
 		cmocka_unit_test(t_dereg_cuts_write),
 		cmocka_unit_test(t_dereg_stops_rresp_crc),
 		cmocka_unit_test(t_dereg_stops_rresp_nocrc),
+		cmocka_unit_test(t_dereg_queued_rresp_crc),
+		cmocka_unit_test(t_dereg_queued_rresp_nocrc),
 		cmocka_unit_test(t_efault_closes),
 		cmocka_unit_test(t_zero_len_segments_srq),
 	};
