@@ -3,7 +3,8 @@
  * One QP against a "raw peer": test code on a plain socket that builds and parses FPDUs with
  * the codec. Checks what we put on the wire (RTR first, nothing from a holding responder,
  * MULPDU, CRC, MSNs, Read Response STag/TO) and how malformed input is refused (Terminate
- * bytes, QP to ERR with QP_FATAL, receives flushed, memory outside the MR untouched).
+ * bytes, QP to ERR with QP_FATAL, receives flushed, memory outside the MR untouched), and
+ * that ibv_dereg_mr cuts off a Write being placed and a Read Response being sent.
  */
 #include <sys/mman.h>
 
