@@ -42,8 +42,14 @@ void sr_iw_buf_release(struct sr_iw_buf *b);
 /* iovecs for [off, off+len): returns the count used (<= max) */
 int sr_iw_buf_iov(const struct sr_iw_buf *b, uint64_t off, uint64_t len, struct iovec *iov,
 		  int max);
-/* Address of byte `off` and how many bytes are contiguous from there. */
-uint8_t *sr_iw_buf_at(const struct sr_iw_buf *b, uint64_t off, uint64_t *contig);
+/* Address of byte `off`, how many bytes are contiguous from there and their region (NULL
+ * for inline bytes). */
+uint8_t *sr_iw_buf_at(const struct sr_iw_buf *b, uint64_t off, uint64_t *contig,
+		      struct sr_mr **mr);
+/* sr_mr_enter() on every region of b (false, nothing entered: one was deregistered), and the
+ * matching sr_mr_leave(). */
+bool sr_iw_buf_enter(const struct sr_iw_buf *b);
+void sr_iw_buf_leave(const struct sr_iw_buf *b);
 
 /* A Read Request we received and must answer (responder side, IRD). */
 struct sr_iw_rresp {
@@ -159,6 +165,8 @@ struct sr_iw_conn {
 	size_t fp_bytes;             /* their payload */
 	int fp_iovcnt, fp_iovpos;
 	bool fp_busy;
+	bool fp_data;                /* its payload comes from the message in progress (c->src,
+				      * or cur_resp for a Read Response): enter its regions */
 	/* the message being cut into FPDUs */
 	enum sr_iw_tx_kind kind;
 	struct sr_send_wqe *wqe;

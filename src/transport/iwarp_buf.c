@@ -72,15 +72,38 @@ int sr_iw_buf_iov(const struct sr_iw_buf *b, uint64_t off, uint64_t len, struct 
 	return cnt;
 }
 
-uint8_t *sr_iw_buf_at(const struct sr_iw_buf *b, uint64_t off, uint64_t *contig)
+uint8_t *sr_iw_buf_at(const struct sr_iw_buf *b, uint64_t off, uint64_t *contig,
+		      struct sr_mr **mr)
 {
 	for (uint32_t i = 0; i < b->n; i++) {
 		if (off < b->span[i].len) {
 			*contig = b->span[i].len - off;
+			*mr = b->span[i].mr;
 			return b->span[i].p + off;
 		}
 		off -= b->span[i].len;
 	}
 	*contig = 0;
+	*mr = NULL;
 	return NULL;
+}
+
+bool sr_iw_buf_enter(const struct sr_iw_buf *b)
+{
+	for (uint32_t i = 0; i < b->n; i++) {
+		if (b->span[i].mr && !sr_mr_enter(b->span[i].mr)) {
+			while (i--)
+				if (b->span[i].mr)
+					sr_mr_leave(b->span[i].mr);
+			return false;
+		}
+	}
+	return true;
+}
+
+void sr_iw_buf_leave(const struct sr_iw_buf *b)
+{
+	for (uint32_t i = 0; i < b->n; i++)
+		if (b->span[i].mr)
+			sr_mr_leave(b->span[i].mr);
 }

@@ -145,7 +145,12 @@ static int sr_iw_on_send_hdr(struct sr_iw_conn *c)
 	struct sr_ddp_seg *s = &c->rx.seg;
 	enum sr_access_result r;
 
-	if (s->mo == 0) {
+	/*
+	 * A receive per message, taken by its first segment. Not "MO == 0": a message may open
+	 * with zero-length segments that all sit at MO 0 (the parser tracks where messages
+	 * begin), and each would take, and lose, another receive.
+	 */
+	if (s->first) {
 		struct sr_recv_wqe *w = sr_rq_take(c->qp);
 
 		if (!w)
@@ -223,20 +228,56 @@ static int sr_iw_on_hdr(struct sr_iw_conn *c)
 	}
 }
 
-/* Destination of the next payload bytes of the current segment, and how many fit there. */
-static uint8_t *sr_iw_payload_dst(struct sr_iw_conn *c, uint32_t seg_off, uint64_t *contig)
+/* Destination of the next payload bytes of the current segment, how many fit there and the
+ * region they belong to. */
+static uint8_t *sr_iw_payload_dst(struct sr_iw_conn *c, uint32_t seg_off, uint64_t *contig,
+				  struct sr_mr **mr)
 {
 	struct sr_ddp_seg *s = &c->rx.seg;
 
 	switch (s->opcode) {
 	case SR_RDMAP_OP_WRITE:
 		*contig = s->payload_len - seg_off;
+		*mr = c->rx_wmr;
 		return c->rx_dst + seg_off;
 	case SR_RDMAP_OP_READ_RESP:
-		return sr_iw_buf_at(&c->rx_read->sink, s->to - c->rx_read->sink_to + seg_off, contig);
+		return sr_iw_buf_at(&c->rx_read->sink, s->to - c->rx_read->sink_to + seg_off, contig,
+				    mr);
 	default:
-		return sr_iw_buf_at(&c->rx_rbuf, (uint64_t)s->mo + seg_off, contig);
+		return sr_iw_buf_at(&c->rx_rbuf, (uint64_t)s->mo + seg_off, contig, mr);
 	}
+}
+
+/*
+ * The region the current segment's payload goes to was deregistered after its header had
+ * been accepted: not another byte goes there. The rest of the payload is never read (the
+ * stream ends with the Terminate the parser now owes), and a local buffer's work request
+ * completes in error. A Write's target answers as an STag that is no longer valid would
+ * have: DDP tagged buffer error, invalid STag. Our own buffer (a receive, a Read sink) going
+ * away under a transfer is a local error: DDP local catastrophic.
+ */
+static void sr_iw_rx_revoked(struct sr_iw_conn *c)
+{
+	struct sr_ddp_seg *s = &c->rx.seg;
+
+	sr_dbg("qp %u: region deregistered during placement", c->qp->ibqp.qp_num);
+	switch (s->opcode) {
+	case SR_RDMAP_OP_WRITE:
+		sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_T_STAG);
+		return;
+	case SR_RDMAP_OP_READ_RESP:
+		if (c->rx_read->wqe) {
+			sr_sq_complete(c->qp, c->rx_read->wqe, IBV_WC_LOC_PROT_ERR);
+			c->rx_read->wqe = NULL;
+		}
+		break;
+	default:
+		sr_iw_buf_release(&c->rx_rbuf);
+		sr_rq_complete(c->qp, c->rx_rwqe, IBV_WC_LOC_PROT_ERR, 0, 0, 0, false);
+		c->rx_rwqe = NULL;
+		break;
+	}
+	sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_CATA);
 }
 
 static enum ibv_wc_status sr_iw_term_status(const struct sr_term_info *t)
@@ -307,19 +348,18 @@ static int sr_iw_on_seg(struct sr_iw_conn *c)
 		sr_iw_buf_release(&c->rx_rbuf);
 		c->rx_rwqe = NULL;
 		if (inv) {
-			enum sr_access_result r = sr_mr_invalidate(s->inval_stag, c->qp->pd);
-
-			/* RFC 5040 / siw: "cannot invalidate" is a protection error (EType 1)
-			 * only for a PD mismatch, an operation error (EType 2) otherwise. */
-			if (r != SR_ACC_OK) {
-				sr_rq_complete(c->qp, w, IBV_WC_REM_INV_REQ_ERR, len, 0, 0, se);
-				return sr_fpdu_rx_fail(&c->rx, r == SR_ACC_PD ?
-							       SR_IW_ERR_RDMAP_INV_PROT :
-							       SR_IW_ERR_RDMAP_INV_OP);
-			}
+			/*
+			 * Only memory windows and fast-registered MRs may be invalidated by a
+			 * peer, and we offer neither: a plain MR stays valid until the
+			 * application deregisters it. Refused without looking the STag up, so
+			 * the answer says nothing about which STags exist: "STag cannot be
+			 * invalidated", remote operation error (siw uses the protection EType
+			 * only for a PD mismatch), and the receive completes in error.
+			 */
+			sr_rq_complete(c->qp, w, IBV_WC_REM_INV_REQ_ERR, len, 0, 0, se);
+			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_RDMAP_INV_OP);
 		}
-		sr_rq_complete(c->qp, w, IBV_WC_SUCCESS, len, inv ? IBV_WC_WITH_INV : 0,
-			       inv ? s->inval_stag : 0, se);
+		sr_rq_complete(c->qp, w, IBV_WC_SUCCESS, len, 0, 0, se);
 		return 0;
 	}
 	case SR_RDMAP_OP_READ_REQ: {
@@ -432,9 +472,10 @@ int sr_iw_rx(struct sr_iw_conn *c)
 	while (budget || c->rx_la_pos < c->rx_la_len) {
 		struct sr_fpdu_rx_need need;
 		uint8_t *dst = NULL, *to;
+		struct sr_mr *mr = NULL;
 		size_t ask;
 		ssize_t n;
-		int r;
+		int r, err;
 
 		sr_fpdu_rx_need(&c->rx, &need);
 		if (need.stage == SR_FPDU_RX_FAILED) {
@@ -446,9 +487,15 @@ int sr_iw_rx(struct sr_iw_conn *c)
 		if (need.stage == SR_FPDU_RX_PAYLOAD) {
 			uint64_t contig = 0;
 
-			dst = sr_iw_payload_dst(c, need.seg_off, &contig);
+			dst = sr_iw_payload_dst(c, need.seg_off, &contig, &mr);
 			if (!dst || !contig) { /* cannot happen after the header checks */
 				sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_CATA);
+				continue;
+			}
+			/* The region may have been deregistered since the header was checked:
+			 * hold it for this one non-blocking read (sr_mr_enter). */
+			if (mr && !sr_mr_enter(mr)) {
+				sr_iw_rx_revoked(c);
 				continue;
 			}
 			if (ask > contig)
@@ -467,6 +514,10 @@ int sr_iw_rx(struct sr_iw_conn *c)
 			n = sr_iw_rx_read(c, to, ask,
 					  ask == need.len && ask >= SR_IW_RX_LOOKAHEAD_MIN);
 		}
+		err = errno;
+		if (mr)
+			sr_mr_leave(mr);
+		errno = err;
 		if (n == 0) {
 			/* EOF between FPDUs is an orderly close; inside one it is not. */
 			if (need.stage == SR_FPDU_RX_HDR && c->rx.hdr_have == 0)

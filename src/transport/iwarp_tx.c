@@ -71,6 +71,28 @@ static void sr_iw_fpdu_seal(struct sr_iw_conn *c, size_t hlen, int nio, size_t p
 	c->fp_busy = true;
 }
 
+/*
+ * Enter the regions the payload of the message in progress comes from (sr_mr_enter); false
+ * when one of them has been deregistered: its bytes must not be read any more.
+ */
+static bool sr_iw_msg_enter(struct sr_iw_conn *c)
+{
+	if (c->kind == SR_IW_TX_RRESP)
+		return !c->cur_resp.mr || sr_mr_enter(c->cur_resp.mr);
+	return sr_iw_buf_enter(&c->src);
+}
+
+static void sr_iw_msg_leave(struct sr_iw_conn *c)
+{
+	if (c->kind != SR_IW_TX_RRESP)
+		sr_iw_buf_leave(&c->src);
+	else if (c->cur_resp.mr)
+		sr_mr_leave(c->cur_resp.mr);
+}
+
+/* Internal result of sr_iw_fpdu_write: a source region of the batch was deregistered. */
+#define SR_IW_TX_REVOKED 2
+
 /* Write what the socket takes of the current FPDU. 1: done, 0: would block, <0: error. */
 static int sr_iw_fpdu_write(struct sr_iw_conn *c)
 {
@@ -79,8 +101,17 @@ static int sr_iw_fpdu_write(struct sr_iw_conn *c)
 			.msg_iov = &c->fp->iov[c->fp_iovpos],
 			.msg_iovlen = (size_t)(c->fp_iovcnt - c->fp_iovpos),
 		};
-		ssize_t n = sendmsg(c->fd, &m, (c->tx_blocking ? 0 : MSG_DONTWAIT) | MSG_NOSIGNAL);
+		ssize_t n;
+		int err;
 
+		/* The kernel copies from the regions during this call and never after it. */
+		if (c->fp_data && !sr_iw_msg_enter(c))
+			return SR_IW_TX_REVOKED;
+		n = sendmsg(c->fd, &m, (c->tx_blocking ? 0 : MSG_DONTWAIT) | MSG_NOSIGNAL);
+		err = errno;
+		if (c->fp_data)
+			sr_iw_msg_leave(c);
+		errno = err;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -145,13 +176,22 @@ static void sr_iw_build_data_fpdu(struct sr_iw_conn *c)
 	c->seg_last_sent = ch.last;
 }
 
-/* First FPDU of the message's next batch, then as many more of it as the batch holds. */
-static void sr_iw_build_data_batch(struct sr_iw_conn *c)
+/*
+ * First FPDU of the message's next batch, then as many more of it as the batch holds. The
+ * CRCs read the payload: false, nothing built, when a source region has been deregistered.
+ */
+static bool sr_iw_build_data_batch(struct sr_iw_conn *c)
 {
+	if (c->mpa.crc && !sr_iw_msg_enter(c))
+		return false;
 	do
 		sr_iw_build_data_fpdu(c);
 	while (!c->seg_last_sent && c->fp_n < SR_IW_BATCH && c->fp_bytes < SR_IW_BATCH_BYTES &&
 	       c->fp_iovcnt + SR_MAX_SGE + 2 <= SR_IW_BATCH_IOV);
+	if (c->mpa.crc)
+		sr_iw_msg_leave(c);
+	c->fp_data = true;
+	return true;
 }
 
 /* tx_lock held: queue a Terminate; it goes before anything else not yet started. */
@@ -186,6 +226,62 @@ static void sr_iw_wqe_fail(struct sr_iw_conn *c, enum ibv_wc_status st)
 	 */
 	sr_term_info_init(&t, SR_IW_ERR_RDMAP_UNSPEC, NULL, 0, 0);
 	sr_iw_term_locked(c, &t);
+}
+
+/* tx_lock held: the Read Response in progress is over (sent or cut off); its IRD slot frees. */
+static void sr_iw_rresp_pop(struct sr_iw_conn *c)
+{
+	if (c->cur_resp.mr)
+		sr_mr_put(c->cur_resp.mr);
+	c->resp_head = (c->resp_head + 1) % SR_MAX_QP_RD_ATOM;
+	c->resp_count--;
+	c->kind = SR_IW_TX_IDLE;
+}
+
+/* Whether the batch stops between two FPDUs (nothing written, or a header is next whole). */
+static bool sr_iw_batch_at_fpdu(const struct sr_iw_conn *c)
+{
+	uintptr_t p, h0 = (uintptr_t)c->fp->hdr[0];
+
+	if (c->fp_iovpos >= c->fp_iovcnt)
+		return true;
+	p = (uintptr_t)c->fp->iov[c->fp_iovpos].iov_base;
+	return p >= h0 && p < h0 + sizeof(c->fp->hdr) && (p - h0) % sizeof(c->fp->hdr[0]) == 0;
+}
+
+/*
+ * tx_lock held. A region the message in progress is sent from has been deregistered: not
+ * another byte of it goes out, the message ends here and the QP goes to ERR now, without
+ * waiting for the peer. Between two FPDUs the peer is told with a Terminate: for a Read
+ * Response, that the STag it reads from is not valid (RDMAP remote protection error,
+ * invalid STag, what its request would draw a moment later); for our own Send or Write,
+ * whose work request completes with a local protection error, the Terminate of a local
+ * error (sr_iw_wqe_fail). Inside an FPDU nothing can follow that the peer could parse: the
+ * stream is aborted.
+ */
+static void sr_iw_msg_revoked(struct sr_iw_conn *c)
+{
+	bool boundary = sr_iw_batch_at_fpdu(c);
+	struct sr_term_info t;
+
+	sr_dbg("qp %u: source region deregistered: the message stops %s", c->qp->ibqp.qp_num,
+	       boundary ? "between FPDUs" : "inside an FPDU");
+	c->fp_busy = false;
+	c->fp_data = false;
+	c->seg_last_sent = false;
+	if (!boundary)
+		c->tx_dead = true; /* nothing more, not even a Terminate */
+	if (c->kind == SR_IW_TX_RRESP) {
+		sr_iw_rresp_pop(c);
+		sr_term_info_init(&t, SR_IW_ERR_RDMAP_STAG, NULL, 0, 0);
+		sr_iw_term_locked(c, &t);
+		sr_qp_to_error(c->qp, true);
+	} else {
+		sr_iw_buf_release(&c->src);
+		sr_iw_wqe_fail(c, IBV_WC_LOC_PROT_ERR);
+	}
+	if (!boundary)
+		sr_iw_fail_stream(c);
 }
 
 /* The Read Request ring, allocated at the first Read (ORD entries). False: no memory. */
@@ -269,7 +365,8 @@ static bool sr_iw_start_wqe(struct sr_iw_conn *c)
 			      w->opcode == IBV_WR_RDMA_WRITE ? SR_DDP_TAGGED_HDR_LEN :
 							      SR_DDP_UNTAGGED_HDR_LEN);
 	c->kind = SR_IW_TX_WQE;
-	sr_iw_build_data_batch(c);
+	if (!sr_iw_build_data_batch(c))
+		sr_iw_msg_revoked(c);
 	return true;
 }
 
@@ -277,11 +374,7 @@ static bool sr_iw_start_wqe(struct sr_iw_conn *c)
 static void sr_iw_message_done(struct sr_iw_conn *c)
 {
 	if (c->kind == SR_IW_TX_RRESP) {
-		if (c->cur_resp.mr)
-			sr_mr_put(c->cur_resp.mr);
-		c->resp_head = (c->resp_head + 1) % SR_MAX_QP_RD_ATOM;
-		c->resp_count--;
-		c->kind = SR_IW_TX_IDLE;
+		sr_iw_rresp_pop(c);
 	} else if (c->kind == SR_IW_TX_WQE) {
 		struct sr_send_wqe *w = c->wqe;
 
@@ -307,6 +400,7 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 	c->fp_bytes = 0;
 	c->fp_iovcnt = 0;
 	c->fp_iovpos = 0;
+	c->fp_data = false;
 	if (c->tx_gate == SR_IW_GATE_RTR) {
 		/* RFC 6581: the RTR is the first FPDU of the stream, before even a Terminate. */
 		c->tx_gate = SR_IW_GATE_PEER_READY;
@@ -350,8 +444,10 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 	if (c->tx_gate != SR_IW_GATE_OPEN)
 		return false;
 	if (c->kind == SR_IW_TX_RRESP || c->kind == SR_IW_TX_WQE) {
-		sr_iw_build_data_batch(c);
-		return true;
+		if (sr_iw_build_data_batch(c))
+			return true;
+		sr_iw_msg_revoked(c);
+		return sr_iw_next_fpdu(c); /* its Terminate, if the stream still takes one */
 	}
 	/* Read Responses first: the peer is waiting on them. */
 	if (c->resp_count) {
@@ -367,8 +463,10 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 		c->src.n = 0;
 		if (c->cur_resp.len)
 			sr_iw_buf_inline(&c->src, c->cur_resp.src, c->cur_resp.len);
-		sr_iw_build_data_batch(c);
-		return true;
+		if (sr_iw_build_data_batch(c))
+			return true;
+		sr_iw_msg_revoked(c);
+		return sr_iw_next_fpdu(c);
 	}
 	for (;;) {
 		if (!c->wqe)
@@ -435,11 +533,22 @@ void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 			sr_iw_want_out(c, true);
 			return;
 		}
+		if (r == SR_IW_TX_REVOKED) {
+			sr_iw_msg_revoked(c);
+			continue;
+		}
 		if (r < 0) {
-			/* The receive side sees the same socket error and closes the stream. */
 			sr_dbg("qp %u: send: %s", c->qp->ibqp.qp_num, strerror(-r));
 			c->tx_dead = true;
 			c->fp_busy = false;
+			/*
+			 * A reset or a broken pipe reaches the receive side too, which closes
+			 * the stream. Nothing tells it about the rest (EFAULT: the application
+			 * unmapped memory it had registered): end the stream, so that it closes
+			 * and the QP goes to ERR instead of staying half alive.
+			 */
+			if (r != -EPIPE && r != -ECONNRESET)
+				sr_iw_fail_stream(c);
 			return;
 		}
 		if (c->tx_term_sent && !c->tx_fin_sent) {

@@ -16,7 +16,7 @@
 #define SR_MAX_SGE_RD      32
 #define SR_MAX_CQ          262144
 #define SR_MAX_CQE         4194304
-#define SR_MAX_MR          1048576
+#define SR_MAX_MR          1048575 /* 20 index bits: the STag keeps 12 for its key */
 #define SR_MAX_PD          262144
 #define SR_MAX_SRQ         262144
 #define SR_MAX_SRQ_WR      16384

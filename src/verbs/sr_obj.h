@@ -38,6 +38,12 @@ static inline struct sr_pd *to_sr_pd(struct ibv_pd *pd)
  * lkey == rkey == the STag: (index << 8) | key, never 0 (RFC 5040 STag = index + key).
  * MRs live in one process-wide table so the transport can resolve an STag from the wire.
  */
+/* A region's remote reachability: REVOKED from ibv_dereg_mr on, while references remain. */
+enum sr_mr_state {
+	SR_MR_LIVE,
+	SR_MR_REVOKED,
+};
+
 struct sr_mr {
 	struct ibv_mr ibmr;
 	struct sr_pd *pd;
@@ -45,13 +51,18 @@ struct sr_mr {
 	uint64_t iova;       /* address the region is known by (== addr unless reg_mr_iova) */
 	uint64_t length;
 	int access;          /* IBV_ACCESS_* */
-	atomic_bool valid;   /* false once invalidated (Send with Invalidate) */
+	_Atomic(enum sr_mr_state) state;
+	atomic_int busy;     /* transport touches of the memory in progress (sr_mr_enter) */
 	atomic_int refs;     /* the table's + transport lookups in flight */
 };
 
+/* STag = index << SR_STAG_KEY_BITS | key (verbs/mr.c); lkey == rkey == STag. */
+#define SR_STAG_KEY_BITS 12
+#define SR_STAG_KEY_MASK ((1u << SR_STAG_KEY_BITS) - 1)
+
 enum sr_access_result {
 	SR_ACC_OK = 0,
-	SR_ACC_BAD_STAG,   /* no such STag, or invalidated */
+	SR_ACC_BAD_STAG,   /* no such STag (never registered, or deregistered) */
 	SR_ACC_BOUNDS,     /* [to, to+len) not inside the region (or wraps) */
 	SR_ACC_RIGHTS,     /* the region does not allow this access */
 	SR_ACC_PD,         /* region belongs to another protection domain */
@@ -67,8 +78,13 @@ enum sr_access_result {
 enum sr_access_result sr_mr_resolve(uint32_t stag, const struct sr_pd *pd, uint64_t to,
 				    uint64_t len, int need, struct sr_mr **mr, uint8_t **out);
 void sr_mr_put(struct sr_mr *mr);
-/* Send with Invalidate: invalidate STag of PD pd. Returns an sr_access_result. */
-enum sr_access_result sr_mr_invalidate(uint32_t stag, const struct sr_pd *pd);
+/*
+ * Around every touch of a resolved region's memory (one non-blocking recvmsg, sendmsg or
+ * copy; never a wait for the network): enter returns false once ibv_dereg_mr has started,
+ * and the touch must not happen. ibv_dereg_mr returns only after every leave.
+ */
+bool sr_mr_enter(struct sr_mr *mr);
+void sr_mr_leave(struct sr_mr *mr);
 
 /* ----------------------------------------------------------- channel -- */
 
@@ -270,8 +286,9 @@ void sr_qp_attach_xport(struct sr_qp *qp, const struct sr_xport_ops *ops, void *
  *
  * MR:
  *  - sr_mr_resolve() with pd == NULL skips the PD check (for callers that have checked it).
- *    Checks run in the order STag, PD, rights, bounds. An invalidated MR resolves as
- *    SR_ACC_BAD_STAG for local and remote use alike; nothing re-validates it.
+ *    Checks run in the order STag, PD, rights, bounds. A deregistered MR resolves as
+ *    SR_ACC_BAD_STAG for local and remote use alike. No STag can be invalidated remotely
+ *    (no memory windows or fast-registered MRs): Send with Invalidate is refused.
  *  - A local-read need (0) is always allowed; IBV_ACCESS_LOCAL_WRITE is needed for local sinks.
  *
  * Send queue:

@@ -2,7 +2,7 @@
 /*
  * Two QPs of the loopback device talking iWARP to each other over a TCP pair, attached
  * directly with priv_ops->iwarp_attach (no CM): data transfers, ordering, ORD, fences,
- * invalidation, RTR kinds, orderly disconnect and destroy with a live stream.
+ * Send with Invalidate refused, RTR kinds, orderly disconnect and destroy with a live stream.
  */
 #include "xport_helpers.h"
 
@@ -384,7 +384,12 @@ static void t_solicited(void **s)
 	pair_down(&p);
 }
 
-/* Send with Invalidate: b's completion names the STag, which then refuses access. */
+/*
+ * Send with Invalidate: a posts it as usual; b refuses to invalidate its plain MR (only
+ * memory windows and fast-registered MRs may be, and there are none): b's receive completes
+ * with IBV_WC_REM_INV_REQ_ERR, b terminates the stream ("STag cannot be invalidated", a
+ * remote operation error), both QPs err, and the region stays valid.
+ */
 static void t_send_inv(void **s)
 {
 	struct pair p;
@@ -392,7 +397,6 @@ static void t_send_inv(void **s)
 	struct buf target, rbuf, local;
 	struct sr_mr *mr;
 	uint8_t *where;
-	int err;
 
 	(void)s;
 	pair_up(&p, true, 0);
@@ -408,29 +412,22 @@ static void t_send_inv(void **s)
 
 	assert_int_equal(ibv_post_send(p.a.qp, &wr, &bad), 0);
 	wait_wc(p.b.rcq, &wc, 1);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_true(wc.wc_flags & IBV_WC_WITH_INV);
-	assert_int_equal(wc.invalidated_rkey, target.mr->rkey);
-	assert_int_equal(wc.byte_len, 10);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, IBV_WC_REM_INV_REQ_ERR);
+	assert_false(wc.wc_flags & IBV_WC_WITH_INV);
 	assert_int_equal(sr_mr_resolve(target.mr->rkey, NULL, (uintptr_t)target.p, 1,
 				       IBV_ACCESS_REMOTE_READ, &mr, &where),
-			 SR_ACC_BAD_STAG);
+			 SR_ACC_OK);
+	sr_mr_put(mr);
+	/* iWARP completes a Send once sent; one still in flight carries b's verdict */
 	wait_wc(p.a.scq, &wc, 1);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-
-	/* a READ of it now is refused by b with a Terminate: a's READ fails remotely */
-	post_send1(&p.a, 3, IBV_WR_RDMA_READ, 0, local.p, 16, local.mr->lkey,
-		   (uintptr_t)target.p, target.mr->rkey);
-	wait_wc(p.a.scq, &wc, 1);
-	assert_int_equal(wc.wr_id, 3);
-	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
-	err = wait_closed(&p.a);
-	assert_true(err < 0);
-	err = wait_closed(&p.b);
-	assert_true(err < 0);
+	assert_int_equal(wc.wr_id, 2);
+	assert_true(wc.status == IBV_WC_SUCCESS || wc.status == IBV_WC_REM_OP_ERR);
+	assert_true(wait_closed(&p.a) < 0);
+	assert_true(wait_closed(&p.b) < 0);
 	assert_int_equal(qp_state(&p.a), IBV_QPS_ERR);
 	assert_int_equal(qp_state(&p.b), IBV_QPS_ERR);
-	assert_true(wait_async(p.b.qp, IBV_EVENT_QP_FATAL, T_WAIT_MS));
+	assert_true(wait_async(p.a.qp, IBV_EVENT_QP_FATAL, T_WAIT_MS));
 	buf_free(&target);
 	buf_free(&rbuf);
 	buf_free(&local);

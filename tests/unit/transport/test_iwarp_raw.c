@@ -3,8 +3,11 @@
  * One QP against a "raw peer": test code on a plain socket that builds and parses FPDUs with
  * the codec. Checks what we put on the wire (RTR first, nothing from a holding responder,
  * MULPDU, CRC, MSNs, Read Response STag/TO) and how malformed input is refused (Terminate
- * bytes, QP to ERR with QP_FATAL, receives flushed, memory outside the MR untouched).
+ * bytes, QP to ERR with QP_FATAL, receives flushed, memory outside the MR untouched), and
+ * that ibv_dereg_mr cuts off a Write being placed and a Read Response being sent.
  */
+#include <sys/mman.h>
+
 #include "xport_helpers.h"
 
 #define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
@@ -17,14 +20,19 @@ struct rq {
 	struct raw r;
 };
 
-static void rq_up(struct rq *t, bool initiator, struct sr_mpa_conn m)
+static void rq_up_srq(struct rq *t, bool initiator, struct sr_mpa_conn m, bool srq)
 {
-	ep_create(&t->e, NULL, false);
+	ep_create(&t->e, NULL, srq);
 	tcp_pair(&t->qfd, &t->peer);
 	raw_init(&t->r, t->peer, m.crc);
 	t->r.mulpdu = sr_mpa_mulpdu((uint32_t)sock_mss(t->qfd));
 	t->r.qfd = t->qfd;
 	ep_attach(&t->e, t->qfd, initiator, m);
+}
+
+static void rq_up(struct rq *t, bool initiator, struct sr_mpa_conn m)
+{
+	rq_up_srq(t, initiator, m, false);
 }
 
 static void rq_down(struct rq *t)
@@ -462,6 +470,7 @@ enum mk {
 	MK_RREQ_STAG,
 	MK_RREQ_RIGHTS,
 	MK_SEND_INV_BAD,
+	MK_SEND_INV_MR,
 	MK_TRUNCATED,
 };
 
@@ -496,6 +505,9 @@ static const struct mcase {
 	{ MK_RREQ_RIGHTS, "Read rights", SR_IW_ERR_RDMAP_ACCESS, 0, 1, 0x02,
 	  SR_TERM_HDRCT_M | SR_TERM_HDRCT_D | SR_TERM_HDRCT_R, 2, false },
 	{ MK_SEND_INV_BAD, "Send-Inv bad STag", SR_IW_ERR_RDMAP_INV_OP, 0, 2, 0x09,
+	  SR_TERM_HDRCT_M | SR_TERM_HDRCT_D, 2, true },
+	/* a plain MR of the QP's own PD: never invalidated remotely, the same answer */
+	{ MK_SEND_INV_MR, "Send-Inv plain MR", SR_IW_ERR_RDMAP_INV_OP, 0, 2, 0x09,
 	  SR_TERM_HDRCT_M | SR_TERM_HDRCT_D, 2, true },
 	{ MK_TRUNCATED, "truncated", SR_IW_ERR_MPA_TCP_LOST, 2, 0, 0x01, 0, 2, false },
 };
@@ -584,6 +596,9 @@ static void malformed_case(const struct mcase *mc)
 	case MK_SEND_INV_BAD:
 		fl = fpdu_untagged(fp, true, SR_RDMAP_OP_SEND_INV, true, 1, 0, 0x00abcd01, data, 8);
 		break;
+	case MK_SEND_INV_MR:
+		fl = fpdu_untagged(fp, true, SR_RDMAP_OP_SEND_INV, true, 1, 0, mr->rkey, data, 8);
+		break;
 	case MK_TRUNCATED:
 	default:
 		fl = fpdu_untagged(fp, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, data, 8);
@@ -642,6 +657,15 @@ static void malformed_case(const struct mcase *mc)
 	/* nothing placed anywhere: not in the region, not around it */
 	assert_memory_equal(mem, ref, 3 * PG);
 	assert_int_equal(closed_calls(&t.e, NULL), 1);
+	if (mc->kind == MK_SEND_INV_MR) {
+		/* still valid: a lookup as a Write would make it finds the region */
+		struct sr_mr *m;
+		uint8_t *p;
+
+		assert_int_equal(sr_mr_resolve(mr->rkey, to_sr_pd(mpd), (uintptr_t)mem + PG, 1,
+					       IBV_ACCESS_REMOTE_WRITE, &m, &p), SR_ACC_OK);
+		sr_mr_put(m);
+	}
 
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
@@ -773,6 +797,330 @@ static void t_peer_fin(void **s)
 	rq_down(&t);
 }
 
+/* ------------------------------------------------ revocation, zero-length -- */
+
+/* The next segment from the QP is a Terminate with this cause; then the stream ends. */
+static void expect_term_end(struct rq *t, uint8_t layer, uint8_t etype, uint8_t ecode)
+{
+	struct sr_term_info got;
+
+	assert_int_equal(raw_next(&t->r, NULL, 0, T_WAIT_MS), 0);
+	assert_int_equal(t->r.seg.opcode, SR_RDMAP_OP_TERMINATE);
+	assert_int_equal(sr_term_parse(t->r.fpdu + SR_FPDU_HDR_UNTAGGED,
+				       t->r.seg.ulpdu_len - SR_DDP_UNTAGGED_HDR_LEN, &got), 0);
+	assert_int_equal(got.cause.layer, layer);
+	assert_int_equal(got.cause.etype, etype);
+	assert_int_equal(got.cause.ecode, ecode);
+	raw_expect_end(&t->r);
+}
+
+static struct sr_mr *mr_of(struct ibv_mr *mr)
+{
+	return sr_container_of(mr, struct sr_mr, ibmr);
+}
+
+/*
+ * A Write whose header passed every check, half of its payload placed, then the region is
+ * deregistered and the memory reused: the other half must not land. The QP refuses the
+ * rest as an invalid STag (DDP tagged buffer error), errs and flushes its receive.
+ */
+static void t_dereg_cuts_write(void **s)
+{
+	struct rq t;
+	const size_t wl = 3000, half = 1000;
+	uint8_t *mem = aligned_alloc(PG, 3 * PG), *ref = malloc(3 * PG), *rbuf = calloc(1, 64);
+	uint8_t data[3000], fp[3100];
+	struct ibv_mr *mr, *rmr;
+	struct ibv_wc wc;
+	uint64_t end;
+	size_t fl;
+
+	(void)s;
+	rq_up(&t, true, mpa_conn(true, 0, 4, 4));
+	memset(mem, 0xee, 3 * PG);
+	memset(mem + PG, 0x11, PG);
+	fill(data, wl, 31);
+	mr = ibv_reg_mr(t.e.pd, mem + PG, PG, ACC_ALL);
+	rmr = ibv_reg_mr(t.e.pd, rbuf, 64, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	assert_non_null(rmr);
+	post_recv1(&t.e, 7, rbuf, 64, rmr->lkey);
+	fl = fpdu_tagged(fp, true, SR_RDMAP_OP_WRITE, true, mr->rkey, (uintptr_t)mem + PG, data,
+			 wl);
+	xsend(t.peer, fp, SR_FPDU_HDR_TAGGED + half);
+	/* the first half is placed: the header was accepted, the Write is in flight */
+	end = now_ms() + T_WAIT_MS;
+	while (memcmp(mem + PG, data, half) != 0 && now_ms() < end)
+		usleep(1000);
+	assert_memory_equal(mem + PG, data, half);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	memset(mem + PG, 0x5a, PG); /* the application reuses the memory */
+	memcpy(ref, mem, 3 * PG);
+	xsend(t.peer, fp + SR_FPDU_HDR_TAGGED + half, fl - SR_FPDU_HDR_TAGGED - half);
+
+	expect_term_end(&t, 1, 1, 0x00);
+	assert_true(wait_closed(&t.e) < 0);
+	assert_int_equal(qp_state(&t.e), IBV_QPS_ERR);
+	assert_true(wait_async(t.e.qp, IBV_EVENT_QP_FATAL, T_WAIT_MS));
+	wait_wc(t.e.rcq, &wc, 1);
+	assert_int_equal(wc.wr_id, 7);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	assert_memory_equal(mem, ref, 3 * PG);
+	assert_int_equal(ibv_dereg_mr(rmr), 0);
+	rq_down(&t);
+	free(mem);
+	free(ref);
+	free(rbuf);
+}
+
+/* The QP's transmit side is stuck on a full socket in the middle of a Read Response. */
+static bool rresp_blocked(struct rq *t)
+{
+	struct sr_iw_conn *c = to_sr_qp(t->e.qp)->xport;
+	bool b;
+
+	pthread_mutex_lock(&c->tx_lock);
+	b = c->tx_want_out && c->kind == SR_IW_TX_RRESP;
+	pthread_mutex_unlock(&c->tx_lock);
+	return b;
+}
+
+/* Small socket buffers on both ends, so that little of a response is in flight. */
+static void small_buffers(struct rq *t)
+{
+	int sz = 65536;
+
+	assert_int_equal(setsockopt(t->qfd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)), 0);
+	assert_int_equal(setsockopt(t->peer, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz)), 0);
+}
+
+static void wait_rresp_blocked(struct rq *t)
+{
+	uint64_t end = now_ms() + T_WAIT_MS;
+
+	while (!rresp_blocked(t) && now_ms() < end)
+		usleep(1000);
+	assert_true(rresp_blocked(t));
+}
+
+/*
+ * A long Read Response whose requester stops reading, then the source region is
+ * deregistered and its memory rewritten: not one byte of the new contents may go out. What
+ * arrives is the old contents only (copied into the socket before the deregistration), the
+ * response stops short, the stream ends (a Terminate for the invalid STag when the response
+ * stopped between two FPDUs, else an abort) and the QP errs.
+ */
+static void dereg_stops_rresp(bool crc)
+{
+	struct rq t;
+	const size_t n = 8u << 20;
+	uint8_t *mem = malloc(n), *orig = malloc(n), *got = calloc(1, n), fp[128];
+	struct ibv_mr *mr;
+	uint64_t off = 0;
+	int ret;
+
+	rq_up(&t, true, mpa_conn(crc, 0, 1, 1));
+	small_buffers(&t);
+	t.r.mulpdu = 0; /* the QP's socket is gone by the time we read: its MSS is unknown */
+	fill(mem, n, 41);
+	memcpy(orig, mem, n);
+	mr = ibv_reg_mr(t.e.pd, mem, n, IBV_ACCESS_REMOTE_READ);
+	assert_non_null(mr);
+	xsend(t.peer, fp, fpdu_rreq(fp, crc, 1, 0x10, 0x9000, (uint32_t)n, mr->rkey,
+				    (uintptr_t)mem));
+	wait_rresp_blocked(&t);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	for (size_t i = 0; i < n; i++)
+		mem[i] ^= 0xff;
+	t.r.to_base = 0x9000;
+	while ((ret = raw_next(&t.r, got, n, T_WAIT_MS)) == 0 &&
+	       t.r.seg.opcode == SR_RDMAP_OP_READ_RESP) {
+		assert_int_equal(t.r.seg.to, 0x9000 + off);
+		off += t.r.seg.payload_len;
+		assert_false(t.r.seg.last);
+	}
+	print_message("crc %d: %llu of %zu bytes sent, then %s\n", crc, (unsigned long long)off,
+		      n, ret == 0 ? "a Terminate" : "the end");
+	if (ret == 0) {
+		struct sr_term_info ti;
+
+		assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_TERMINATE);
+		assert_int_equal(sr_term_parse(t.r.fpdu + SR_FPDU_HDR_UNTAGGED,
+					       t.r.seg.ulpdu_len - SR_DDP_UNTAGGED_HDR_LEN, &ti),
+				 0);
+		assert_int_equal(ti.cause.layer, 0);
+		assert_int_equal(ti.cause.etype, 1);
+		assert_int_equal(ti.cause.ecode, 0x00);
+		raw_expect_end(&t.r);
+	} else {
+		assert_int_equal(ret, -ECONNRESET); /* ended inside an FPDU */
+	}
+	assert_true(off < n);
+	/* every byte that arrived is the old contents (received bytes are compared whole:
+	 * a partial last FPDU landed in got too) */
+	assert_memory_equal(got, orig, off);
+	assert_int_equal(qp_state(&t.e), IBV_QPS_ERR);
+	shutdown(t.peer, SHUT_WR);
+	assert_true(wait_closed(&t.e) < 0);
+	rq_down(&t);
+	free(mem);
+	free(orig);
+	free(got);
+}
+
+static void t_dereg_stops_rresp_crc(void **s)
+{
+	(void)s;
+	dereg_stops_rresp(true);
+}
+
+static void t_dereg_stops_rresp_nocrc(void **s)
+{
+	(void)s;
+	dereg_stops_rresp(false);
+}
+
+/*
+ * A Read Response still queued behind another one when its region is deregistered never
+ * starts: the first response completes, then the peer gets the Terminate for an invalid
+ * STag (RDMAP remote protection error) instead of a byte of the second, and the FIN.
+ */
+static void dereg_queued_rresp(bool crc)
+{
+	struct rq t;
+	const size_t na = 2u << 20, nb = 65536;
+	uint8_t *a = malloc(na), *b = malloc(nb), *got = calloc(1, na), fp[256];
+	struct ibv_mr *amr, *bmr;
+	uint64_t off = 0;
+	size_t l;
+
+	rq_up(&t, true, mpa_conn(crc, 0, 2, 2));
+	small_buffers(&t);
+	t.r.mulpdu = 0;
+	fill(a, na, 51);
+	memset(b, 0x77, nb);
+	amr = ibv_reg_mr(t.e.pd, a, na, IBV_ACCESS_REMOTE_READ);
+	bmr = ibv_reg_mr(t.e.pd, b, nb, IBV_ACCESS_REMOTE_READ);
+	assert_non_null(amr);
+	assert_non_null(bmr);
+	l = fpdu_rreq(fp, crc, 1, 0x10, 0, (uint32_t)na, amr->rkey, (uintptr_t)a);
+	l += fpdu_rreq(fp + l, crc, 2, 0x20, 0, (uint32_t)nb, bmr->rkey, (uintptr_t)b);
+	xsend(t.peer, fp, l);
+	wait_rresp_blocked(&t);
+	assert_int_equal(ibv_dereg_mr(bmr), 0);
+	memset(b, 0x99, nb);
+	do {
+		assert_int_equal(raw_next(&t.r, got, na, T_WAIT_MS), 0);
+		assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_RESP);
+		assert_int_equal(t.r.seg.stag, 0x10);
+		off += t.r.seg.payload_len;
+	} while (!t.r.seg.last);
+	assert_int_equal(off, na);
+	assert_memory_equal(got, a, na);
+	expect_term_end(&t, 0, 1, 0x00);
+	assert_int_equal(qp_state(&t.e), IBV_QPS_ERR);
+	assert_true(wait_async(t.e.qp, IBV_EVENT_QP_FATAL, T_WAIT_MS));
+	shutdown(t.peer, SHUT_WR);
+	assert_true(wait_closed(&t.e) < 0);
+	assert_int_equal(ibv_dereg_mr(amr), 0);
+	rq_down(&t);
+	free(a);
+	free(b);
+	free(got);
+}
+
+static void t_dereg_queued_rresp_crc(void **s)
+{
+	(void)s;
+	dereg_queued_rresp(true);
+}
+
+static void t_dereg_queued_rresp_nocrc(void **s)
+{
+	(void)s;
+	dereg_queued_rresp(false);
+}
+
+/*
+ * The application unmaps (here: makes inaccessible) memory it registered while a Read
+ * Response from it is blocked: sendmsg fails with EFAULT, and the stream must then end
+ * and the QP err, not stay half alive. CRC off: computing a CRC over such memory would
+ * fault in our own process, as any read of it would.
+ */
+static void t_efault_closes(void **s)
+{
+	struct rq t;
+	const size_t n = 8u << 20;
+	uint8_t *mem = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t fp[128];
+	struct ibv_mr *mr;
+	int ret;
+
+	(void)s;
+	assert_true(mem != MAP_FAILED);
+	rq_up(&t, true, mpa_conn(false, 0, 1, 1));
+	small_buffers(&t);
+	t.r.mulpdu = 0;
+	memset(mem, 0x42, n);
+	mr = ibv_reg_mr(t.e.pd, mem, n, IBV_ACCESS_REMOTE_READ);
+	assert_non_null(mr);
+	xsend(t.peer, fp, fpdu_rreq(fp, false, 1, 0x10, 0, (uint32_t)n, mr->rkey,
+				    (uintptr_t)mem));
+	wait_rresp_blocked(&t);
+	assert_int_equal(mprotect(mem, n, PROT_NONE), 0);
+	while ((ret = raw_next(&t.r, NULL, 0, T_WAIT_MS)) == 0)
+		assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_RESP);
+	assert_true(ret == 1 || ret == -ECONNRESET);
+	assert_true(wait_closed(&t.e) < 0);
+	assert_int_equal(qp_state(&t.e), IBV_QPS_ERR);
+	assert_int_equal(mprotect(mem, n, PROT_READ | PROT_WRITE), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	rq_down(&t);
+	munmap(mem, n);
+}
+
+/*
+ * Zero-length Send segments without the Last flag open a message; only its first segment
+ * takes a receive. With an SRQ of four receives, a message made of 50 empty segments and a
+ * last one of 5 bytes takes one, and three more messages take the other three: four
+ * completions, in order, no Terminate, no MR reference left behind.
+ */
+static void t_zero_len_segments_srq(void **s)
+{
+	struct rq t;
+	uint8_t *st = malloc(8192), *rbuf = calloc(1, 64);
+	struct ibv_mr *rmr;
+	struct ibv_wc wc[4];
+	size_t l = 0;
+
+	(void)s;
+	rq_up_srq(&t, true, mpa_conn(true, 0, 4, 4), true);
+	rmr = ibv_reg_mr(t.e.pd, rbuf, 64, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(rmr);
+	for (int i = 0; i < 4; i++)
+		post_recv1(&t.e, 10 + (uint64_t)i, rbuf + i * 16, 16, rmr->lkey);
+	for (int i = 0; i < 50; i++)
+		l += fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND, false, 1, 0, 0, NULL, 0);
+	l += fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, "hello", 5);
+	for (uint32_t m = 2; m <= 4; m++)
+		l += fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND, true, m, 0, 0, "abc", m);
+	xsend(t.peer, st, l);
+	wait_wc(t.e.rcq, wc, 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(wc[i].wr_id, 10 + i);
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[i].byte_len, i == 0 ? 5 : (uint32_t)i + 1);
+	}
+	assert_memory_equal(rbuf, "hello", 5);
+	assert_int_equal(closed_calls(&t.e, NULL), 0);
+	assert_false(fd_readable(t.peer, 0)); /* no Terminate */
+	assert_int_equal(atomic_load(&mr_of(rmr)->refs), 1);
+	assert_int_equal(ibv_dereg_mr(rmr), 0);
+	rq_down(&t);
+	free(st);
+	free(rbuf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -788,6 +1136,13 @@ int main(void)
 		cmocka_unit_test(t_ird_exceeded),
 		cmocka_unit_test(t_peer_terminate),
 		cmocka_unit_test(t_peer_fin),
+		cmocka_unit_test(t_dereg_cuts_write),
+		cmocka_unit_test(t_dereg_stops_rresp_crc),
+		cmocka_unit_test(t_dereg_stops_rresp_nocrc),
+		cmocka_unit_test(t_dereg_queued_rresp_crc),
+		cmocka_unit_test(t_dereg_queued_rresp_nocrc),
+		cmocka_unit_test(t_efault_closes),
+		cmocka_unit_test(t_zero_len_segments_srq),
 	};
 
 	return cmocka_run_group_tests(tests, grp_setup, grp_teardown);

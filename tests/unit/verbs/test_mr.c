@@ -42,9 +42,9 @@ static void mr_stag_fields(void **state)
 	assert_ptr_equal(a->context, ctx);
 	assert_int_equal(a->lkey, a->rkey);
 	assert_int_not_equal(a->lkey, 0);
-	assert_int_not_equal(a->lkey >> 8, 0);
+	assert_int_not_equal(a->lkey >> SR_STAG_KEY_BITS, 0);
 	assert_int_not_equal(a->lkey, b->lkey);
-	assert_int_not_equal(a->lkey >> 8, b->lkey >> 8);
+	assert_int_not_equal(a->lkey >> SR_STAG_KEY_BITS, b->lkey >> SR_STAG_KEY_BITS);
 	/* A freed index comes back (eventually) with another key: the old STag stays dead. */
 	old = b->lkey;
 	assert_int_equal(ibv_dereg_mr(b), 0);
@@ -182,26 +182,55 @@ static void mr_resolve_bounds_rights_pd(void **state)
 	ibv_close_device(ctx);
 }
 
-static void mr_invalidate(void **state)
+/*
+ * ibv_dereg_mr revokes what the transport still holds: a reference outlives it, the access
+ * does not. A touch in progress (between enter and leave) holds dereg back until it ends.
+ */
+struct dereg_arg {
+	struct ibv_mr *mr;
+	atomic_int done;
+};
+
+static void *dereg_main(void *p)
+{
+	struct dereg_arg *a = p;
+
+	assert_int_equal(ibv_dereg_mr(a->mr), 0);
+	atomic_store(&a->done, 1);
+	return NULL;
+}
+
+static void mr_dereg_revokes(void **state)
 {
 	struct ibv_context *ctx = open_lo();
-	struct ibv_pd *pd = ibv_alloc_pd(ctx), *other = ibv_alloc_pd(ctx);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	static uint8_t buf[64];
-	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf),
-				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	struct sr_mr *m;
+	struct dereg_arg a = { .mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) };
+	struct sr_mr *m, *again;
 	uint8_t *p;
+	pthread_t th;
 
-	assert_int_equal(sr_mr_invalidate(mr->rkey, to_sr_pd(other)), SR_ACC_PD);
-	assert_int_equal(sr_mr_invalidate(mr->rkey + 1, to_sr_pd(pd)), SR_ACC_BAD_STAG);
-	assert_int_equal(sr_mr_invalidate(mr->rkey, to_sr_pd(pd)), SR_ACC_OK);
-	assert_int_equal(sr_mr_invalidate(mr->rkey, to_sr_pd(pd)), SR_ACC_BAD_STAG);
-	assert_int_equal(sr_mr_resolve(mr->rkey, to_sr_pd(pd), (uintptr_t)buf, 1, 0, &m, &p),
-			 SR_ACC_BAD_STAG);
-	/* still registered: dereg works */
-	assert_int_equal(ibv_dereg_mr(mr), 0);
-	ibv_dealloc_pd(other);
-	ibv_dealloc_pd(pd);
+	assert_int_equal(sr_mr_resolve(a.mr->lkey, to_sr_pd(pd), (uintptr_t)buf, 8, 0, &m, &p),
+			 SR_ACC_OK);
+	assert_true(sr_mr_enter(m));
+	assert_true(sr_mr_enter(m)); /* nested: two regions of one batch may be the same */
+	sr_mr_leave(m);
+	assert_int_equal(pthread_create(&th, NULL, dereg_main, &a), 0);
+	/* dereg has taken the STag out of the table and now waits for our touch */
+	while (sr_mr_resolve(m->ibmr.lkey, NULL, (uintptr_t)buf, 8, 0, &again, &p) == SR_ACC_OK)
+		sr_mr_put(again);
+	while (atomic_load(&m->state) == SR_MR_LIVE)
+		sched_yield();
+	assert_int_equal(atomic_load(&a.done), 0);
+	sr_mr_leave(m);
+	pthread_join(th, NULL);
+	assert_int_equal(atomic_load(&a.done), 1);
+	/* the holder's reference is still good, its access is not */
+	assert_false(sr_mr_enter(m));
+	assert_int_equal(atomic_load(&m->busy), 0);
+	assert_int_equal(atomic_load(&m->refs), 1);
+	sr_mr_put(m);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
 	ibv_close_device(ctx);
 }
 
@@ -252,8 +281,40 @@ static void mr_table_limit_and_key_reuse(void **state)
 	assert_int_equal(ibv_dereg_mr(mrs[n / 2]), 0);
 	mrs[n / 2] = ibv_reg_mr(pd, buf, sizeof(buf), 0);
 	assert_non_null(mrs[n / 2]);
-	assert_int_equal(mrs[n / 2]->lkey >> 8, old >> 8);
+	assert_int_equal(mrs[n / 2]->lkey >> SR_STAG_KEY_BITS, old >> SR_STAG_KEY_BITS);
 	assert_int_not_equal(mrs[n / 2]->lkey, old);
+	/*
+	 * The only free slot, reused again and again: every STag it had stays dead for as long
+	 * as its key has values (an 8-bit key brought the first one back at the 256th reuse).
+	 */
+	{
+		/* 4000 more (the slot has had two STags, old and its successor, already) */
+		const uint32_t reuses = 4000;
+		uint32_t *seen = calloc(reuses + 1, sizeof(*seen));
+		struct sr_mr *m;
+		uint8_t *p;
+
+		assert_int_equal(ibv_dereg_mr(mrs[n / 2]), 0);
+		for (uint32_t k = 0; k <= reuses; k++) {
+			mrs[n / 2] = ibv_reg_mr(pd, buf, sizeof(buf), 0);
+			assert_non_null(mrs[n / 2]);
+			seen[k] = mrs[n / 2]->lkey;
+			assert_int_equal(seen[k] >> SR_STAG_KEY_BITS, old >> SR_STAG_KEY_BITS);
+			assert_int_not_equal(seen[k], old);
+			if (k)
+				assert_int_not_equal(seen[k], seen[k - 1]);
+			assert_int_equal(ibv_dereg_mr(mrs[n / 2]), 0);
+			/* the first, long deregistered, STag finds nothing */
+			assert_int_equal(sr_mr_resolve(seen[0], NULL, (uintptr_t)buf, 1, 0, &m, &p),
+					 SR_ACC_BAD_STAG);
+		}
+		/* a counting key: consecutive STags of the slot */
+		for (uint32_t k = 1; k <= reuses; k++)
+			assert_int_equal((seen[k] - seen[k - 1]) & SR_STAG_KEY_MASK, 1);
+		free(seen);
+		mrs[n / 2] = ibv_reg_mr(pd, buf, sizeof(buf), 0);
+		assert_non_null(mrs[n / 2]);
+	}
 	for (int i = 0; i < n; i++)
 		assert_int_equal(ibv_dereg_mr(mrs[i]), 0);
 	free(mrs);
@@ -290,7 +351,7 @@ int main(void)
 		cmocka_unit_test(mr_stag_fields),
 		cmocka_unit_test(mr_reg_errors),
 		cmocka_unit_test(mr_resolve_bounds_rights_pd),
-		cmocka_unit_test(mr_invalidate),
+		cmocka_unit_test(mr_dereg_revokes),
 		cmocka_unit_test(mr_dereg_while_referenced),
 		cmocka_unit_test(mr_table_limit_and_key_reuse),
 		cmocka_unit_test(pd_count_limit),
