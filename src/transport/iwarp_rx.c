@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "common/sr_dma.h"
 #include "common/sr_log.h"
 #include "transport/iwarp.h"
 
@@ -455,6 +456,8 @@ int sr_iw_rx(struct sr_iw_conn *c)
 				ask = contig;
 			to = dst;
 		}
+		if (dst)
+			sr_dma_write_begin(); /* payload into registered memory */
 		if (c->rx_la_pos < c->rx_la_len) {
 			n = SR_MIN((ssize_t)ask, (ssize_t)(c->rx_la_len - c->rx_la_pos));
 			memcpy(to, c->rx_la + c->rx_la_pos, (size_t)n);
@@ -467,6 +470,8 @@ int sr_iw_rx(struct sr_iw_conn *c)
 			n = sr_iw_rx_read(c, to, ask,
 					  ask == need.len && ask >= SR_IW_RX_LOOKAHEAD_MIN);
 		}
+		if (dst)
+			sr_dma_write_end();
 		if (n == 0) {
 			/* EOF between FPDUs is an orderly close; inside one it is not. */
 			if (need.stage == SR_FPDU_RX_HDR && c->rx.hdr_have == 0)
