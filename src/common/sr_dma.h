@@ -12,7 +12,16 @@
 #ifndef SR_DMA_H
 #define SR_DMA_H
 
+/* gcc says TSan with __SANITIZE_THREAD__, clang through __has_feature */
 #if defined(__SANITIZE_THREAD__)
+#define SR_DMA_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SR_DMA_TSAN 1
+#endif
+#endif
+
+#ifdef SR_DMA_TSAN
 void AnnotateIgnoreReadsBegin(const char *file, int line);
 void AnnotateIgnoreReadsEnd(const char *file, int line);
 void AnnotateIgnoreWritesBegin(const char *file, int line);
