@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/sr_dma.h"
 #include "iwarp/crc32c.h"
 #include "iwarp/ddp.h"
 #include "iwarp/mpa.h"
@@ -300,7 +301,9 @@ static int sr_fpdu_rx_payload_bytes(struct sr_fpdu_rx *rx, size_t n,
 	if (rx->crc_on && n) {
 		if (!payload)
 			return -EINVAL;
+		sr_dma_read_begin(); /* placed payload: registered memory */
 		rx->crc = sr_crc32c(rx->crc, payload, n);
+		sr_dma_read_end();
 	}
 	rx->data_done += n;
 	if (rx->data_done == rx->seg.payload_len)

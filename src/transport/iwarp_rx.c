@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "common/sr_dma.h"
 #include "common/sr_log.h"
 #include "transport/iwarp.h"
 
@@ -502,6 +503,8 @@ int sr_iw_rx(struct sr_iw_conn *c)
 				ask = contig;
 			to = dst;
 		}
+		if (dst)
+			sr_dma_write_begin(); /* payload into registered memory */
 		if (c->rx_la_pos < c->rx_la_len) {
 			n = SR_MIN((ssize_t)ask, (ssize_t)(c->rx_la_len - c->rx_la_pos));
 			memcpy(to, c->rx_la + c->rx_la_pos, (size_t)n);
@@ -515,6 +518,8 @@ int sr_iw_rx(struct sr_iw_conn *c)
 					  ask == need.len && ask >= SR_IW_RX_LOOKAHEAD_MIN);
 		}
 		err = errno;
+		if (dst)
+			sr_dma_write_end();
 		if (mr)
 			sr_mr_leave(mr);
 		errno = err;

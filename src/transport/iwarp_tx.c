@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/sr_dma.h"
 #include "common/sr_log.h"
 #include "iwarp/crc32c.h"
 #include "transport/iwarp.h"
@@ -59,8 +60,10 @@ static void sr_iw_fpdu_seal(struct sr_iw_conn *c, size_t hlen, int nio, size_t p
 	v[0].iov_len = hlen;
 	if (c->mpa.crc) {
 		crc = sr_crc32c(0, v[0].iov_base, hlen);
+		sr_dma_read_begin(); /* the payload: registered memory */
 		for (int i = 1; i <= nio; i++)
 			crc = sr_crc32c(crc, v[i].iov_base, v[i].iov_len);
+		sr_dma_read_end();
 	}
 	tlen = sr_fpdu_put_trailer(trl, hlen - SR_MPA_LEN_SIZE + plen, crc, c->mpa.crc);
 	v[nio + 1].iov_base = trl;
@@ -107,8 +110,10 @@ static int sr_iw_fpdu_write(struct sr_iw_conn *c)
 		/* The kernel copies from the regions during this call and never after it. */
 		if (c->fp_data && !sr_iw_msg_enter(c))
 			return SR_IW_TX_REVOKED;
+		sr_dma_read_begin(); /* the payload iovecs point into registered memory */
 		n = sendmsg(c->fd, &m, (c->tx_blocking ? 0 : MSG_DONTWAIT) | MSG_NOSIGNAL);
 		err = errno;
+		sr_dma_read_end();
 		if (c->fp_data)
 			sr_iw_msg_leave(c);
 		errno = err;

@@ -80,6 +80,28 @@ sr_wait_output() {
 	sr_fail "no '$2' after 20 s"
 }
 
+# A path that fails under a running connection: sr_cut_when_ready LOG CUT CMD...
+# runs CMD in the background (stdin a fifo, output in LOG); once it prints READY, runs the
+# command CUT (a function of the caller), tells CMD "go" on its stdin and waits for it.
+# Returns CMD's exit code.
+sr_cut_when_ready() {
+	local log=$1 cut=$2 fifo pid rc fd
+	shift 2
+	fifo=$(mktemp -u)
+	mkfifo "$fifo" || sr_fail "mkfifo"
+	"$@" <"$fifo" >"$log" 2>&1 &
+	pid=$!
+	exec {fd}>"$fifo"
+	sr_wait_output "$log" READY
+	"$cut"
+	echo go >&"$fd"
+	wait "$pid"
+	rc=$?
+	exec {fd}>&-
+	rm -f "$fifo"
+	return "$rc"
+}
+
 # Where a server/client test runs: sets SR_ADDR (the server's address) and the command
 # prefixes SR_SRV / SR_CLI that run a program on the server's / client's host.
 #   lo4: 127.0.0.1   lo6: ::1   netns: two namespaces joined by a veth, 10.<net>.0.1 <- .2

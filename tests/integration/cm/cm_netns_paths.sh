@@ -36,7 +36,7 @@ wait_for() {
 	sr_fail "no '$2'"
 }
 out=$(mktemp)
-trap 'rm -f "$out" "${fifo:-}"; sr_cleanup' EXIT
+trap 'rm -f "$out"; sr_cleanup' EXIT
 
 case "$1" in
 wildcard)
@@ -64,21 +64,13 @@ unreachable)
 	sr_pass "unanswered destinations are UNREACHABLE"
 	;;
 dead_path)
-	fifo=$(mktemp -u)
-	mkfifo "$fifo"
 	inns "$a" "$QP" serve 10.79.0.1 17813 >/dev/null 2>&1 &
 	spid=$!
 	sr_wait_listen 17813 ip netns exec "$a"
-	inns "$b" "$QP" dead_path 10.79.0.1 17813 <"$fifo" >"$out" 2>&1 &
-	cpid=$!
-	exec 3>"$fifo"
-	wait_for "$out" READY
-	# from now on b's packets to a go to a MAC nobody has: a dead path, no RST, no ICMP
-	ip -n "$b" neigh replace 10.79.0.1 lladdr 02:00:00:00:00:99 dev sr1 nud permanent
-	echo go >&3
-	wait "$cpid"
+	# from READY on b's packets to a go to a MAC nobody has: a dead path, no RST, no ICMP
+	cut() { ip -n "$b" neigh replace 10.79.0.1 lladdr 02:00:00:00:00:99 dev sr1 nud permanent; }
+	sr_cut_when_ready "$out" cut inns "$b" "$QP" dead_path 10.79.0.1 17813
 	crc=$?
-	exec 3>&-
 	kill "$spid" 2>/dev/null
 	wait "$spid" 2>/dev/null
 	cat "$out"

@@ -35,8 +35,9 @@ static void probe_cb(struct sr_engine_handler *h, uint32_t events)
 	if (read(h->fd, &v, sizeof(v)) < 0)
 		v = 0;
 	nanosleep(&d, NULL);
-	atomic_fetch_add(&p->calls, 1);
+	/* the count is the last touch: a test that saw it may let the probe go out of scope */
 	atomic_store(&p->in_cb, false);
+	atomic_fetch_add(&p->calls, 1);
 }
 
 static void wait_calls(struct probe *p, int n)
@@ -134,8 +135,9 @@ static void tprobe_cb(struct sr_engine_timer *t)
 	atomic_store(&p->on_engine, sr_engine_in_thread());
 	p->order = atomic_fetch_add(&g_order, 1);
 	nanosleep(&d, NULL);
-	atomic_fetch_add(&p->fired, 1);
+	/* the count is the last touch: a test that saw it may let the probe go out of scope */
 	atomic_store(&p->in_cb, false);
+	atomic_fetch_add(&p->fired, 1);
 }
 
 static void wait_fired(struct tprobe *p)
