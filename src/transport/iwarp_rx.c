@@ -145,7 +145,9 @@ static int sr_iw_on_send_hdr(struct sr_iw_conn *c)
 	struct sr_ddp_seg *s = &c->rx.seg;
 	enum sr_access_result r;
 
-	if (s->mo == 0) {
+	/* The first segment of a message, not MO 0: a zero-length segment without L leaves the
+	 * next one at MO 0 too, and must not take a second receive (issue 8, finding 4). */
+	if (s->first) {
 		struct sr_recv_wqe *w = sr_rq_take(c->qp);
 
 		if (!w)
