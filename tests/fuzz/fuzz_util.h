@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "iwarp/crc32c.h"
@@ -26,6 +27,14 @@
 			abort();                                                          \
 		}                                                                         \
 	} while (0)
+
+static inline uint64_t fz_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 /*
  * @len bytes (rounded up to pages) with an inaccessible page on each side, so that a read or

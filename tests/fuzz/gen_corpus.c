@@ -72,6 +72,9 @@ static const struct {
 	{ "write_then_read", { R(FZ_WRITE, 0, 0, 32, 0, 0x55), R(FZ_RREQ, 0, 0, 32, 0, 0) }, 16 },
 	{ "bad_crc", { R(FZ_WRITE, 0, 0, 32, 8, 0x66) }, 8 },
 	{ "bad_stag", { R(FZ_WRITE, 7, 0x1234, 32, 0, 0x56) }, 8 },
+	/* issue 8 finding 4: zero-length Send segments without L took a receive each */
+	{ "zero_len_no_last", { R(FZ_SEND, 0, 0, 0, 1, 0x11), R(FZ_SEND, 0, 0, 0, 3, 0x12),
+				R(FZ_SEND, 0, 0, 0, 3, 0x13) }, 24 },
 	{ "raw", { R(FZ_RAW, 0, 0, 6, 0, 0), 0, 4, 0x41, 0x40, 1, 2 }, 14 },
 };
 
@@ -99,7 +102,7 @@ int main(int argc, char **argv)
 			put("fuzz_xport_place", name, in, 1 + scenes[i].n);
 
 			/* stream: the same FPDUs as bytes; byte 0 also asks for CRC repair */
-			fz_builder_init(&b, crc);
+			fz_builder_init(&b, crc, NULL);
 			stream[0] = (uint8_t)(crc | 2 | 2 << 2);
 			while (pos + FZ_REC <= scenes[i].n) {
 				len += fz_build(&b, scenes[i].rec + pos, scenes[i].rec + pos + FZ_REC,
@@ -152,6 +155,45 @@ int main(int argc, char **argv)
 			snprintf(name, sizeof(name), "term_%zu", i);
 			put("fuzz_iwarp_rdmap", name, stream + SR_FPDU_HDR_UNTAGGED,
 			    1 + sr_get_be16(stream + 1) - SR_DDP_UNTAGGED_HDR_LEN);
+		}
+	}
+
+	/* cm_pd: MPA Requests as our initiator and others send them, with private data. */
+	{
+		static const struct {
+			const char *name;
+			struct sr_mpa_local loc;
+			size_t ulp;
+			int rev1; /* 1: revision 1, no block; 2: markers asked; 3: trailing byte */
+		} reqs[] = {
+			{ "v2_nopd", { .ird = 4, .ord = 4 }, 0, 0 },
+			{ "v2_pd", { .ird = 16, .ord = 2, .crc = true }, 40, 0 },
+			{ "v2_p2p_read", { .ird = 1, .ord = 1, .p2p = true }, 8, 0 },
+			{ "v2_p2p_all", { .ird = 300, .ord = 300, .p2p = true,
+					  .rtr = SR_MPA_RTR_ALL }, 252, 0 },
+			{ "v1_pd", { 0 }, 256, 1 },
+			{ "v2_markers", { .ird = 1, .ord = 1 }, 4, 2 },
+			{ "v2_trailing", { .ird = 1, .ord = 1 }, 4, 3 },
+		};
+
+		for (size_t i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+			struct sr_mpa_params p;
+			uint8_t ulp[SR_MPA_ULP_PD_MAX_V1];
+			ssize_t n;
+
+			sr_mpa_request_params(&reqs[i].loc, &p);
+			if (reqs[i].rev1 == 1)
+				p = (struct sr_mpa_params){ .rev = 1 };
+			for (size_t k = 0; k < sizeof(ulp); k++)
+				ulp[k] = (uint8_t)(k * 13 + i);
+			n = sr_mpa_build_frame(stream, sizeof(stream), &p, ulp, reqs[i].ulp);
+			if (n < 0)
+				return 1;
+			if (reqs[i].rev1 == 2)
+				stream[16] |= SR_MPA_FLAG_MARKERS;
+			if (reqs[i].rev1 == 3)
+				stream[n++] = 0;
+			put("fuzz_cm_pd", reqs[i].name, stream, (size_t)n);
 		}
 	}
 	return 0;

@@ -16,18 +16,21 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static uint32_t stags[FZ_NREG];
 	static uint8_t *out;
 	struct fz_builder b;
 	size_t pos = 1, len = 0;
 
 	if (!out) {
 		fz_conn_init();
+		for (int r = 0; r < FZ_NREG; r++)
+			stags[r] = fz_reg[r].mr->rkey;
 		out = malloc(FZ_STREAM_MAX);
 		CHECK(out);
 	}
 	if (size < 1)
 		return 0;
-	fz_builder_init(&b, data[0] & 1);
+	fz_builder_init(&b, data[0] & 1, stags);
 	while (size - pos >= FZ_REC) {
 		size_t used, n = fz_build(&b, data + pos, data + pos + FZ_REC,
 					  size - pos - FZ_REC, &used, out + len,

@@ -27,8 +27,9 @@
 #include "iwarp/mpa.h"
 #include "iwarp/term.h"
 
-/* The fixture's regions: STag = (index + 1) << 8 as the verbs layer hands them out in a fresh
- * process (verbs/mr.c), fixed iovas so that seeds stay valid across runs. */
+/* The fixture's regions, at fixed iovas so that seeds stay valid across runs. FZ_STAG is the
+ * STag a fresh process gives the region today (verbs/mr.c): what the generated stream seeds
+ * carry. The placement target names regions by index and takes their real STags. */
 #define FZ_NREG 6
 #define FZ_REC 8
 #define FZ_STAG(i) ((uint32_t)((i) + 1) << 8)
@@ -38,14 +39,18 @@ enum fz_kind { FZ_WRITE, FZ_SEND, FZ_RREQ, FZ_TERM, FZ_RRESP, FZ_RAW, FZ_KINDS }
 
 struct fz_builder {
 	bool crc;
+	uint32_t stag[FZ_NREG];
 	uint32_t msn[SR_DDP_QN_COUNT]; /* last MSN used per queue */
 	uint32_t send_mo;              /* MO of the Send message in progress */
 };
 
-static inline void fz_builder_init(struct fz_builder *b, bool crc)
+/* stags: the regions' STags, or NULL for FZ_STAG's. */
+static inline void fz_builder_init(struct fz_builder *b, bool crc, const uint32_t *stags)
 {
 	memset(b, 0, sizeof(*b));
 	b->crc = crc;
+	for (int i = 0; i < FZ_NREG; i++)
+		b->stag[i] = stags ? stags[i] : FZ_STAG(i);
 }
 
 static inline size_t fz_finish(uint8_t *out, size_t hlen, size_t plen, uint8_t fill, bool crc,
@@ -72,7 +77,7 @@ static inline size_t fz_build(struct fz_builder *b, const uint8_t *rec, const ui
 	uint32_t len = sr_get_be16(rec + 4) % 4096;
 	uint8_t flags = rec[6], fill = rec[7];
 	bool last = !(flags & 1), bad_crc = flags & 8;
-	uint32_t stag = target < FZ_NREG ? FZ_STAG(target) : (uint32_t)(uint16_t)off << 8 | rec[7];
+	uint32_t stag = target < FZ_NREG ? b->stag[target] : (uint32_t)(uint16_t)off << 8 | rec[7];
 	uint64_t to = FZ_IOVA(target < FZ_NREG ? target : 0) + (uint64_t)(int64_t)off;
 	ssize_t h;
 
@@ -91,7 +96,7 @@ static inline size_t fz_build(struct fz_builder *b, const uint8_t *rec, const ui
 						SR_RDMAP_OP_SEND_INV, SR_RDMAP_OP_SEND_SE_INV };
 		unsigned int op = ops[(flags >> 4) & 3];
 		uint32_t inval = op == SR_RDMAP_OP_SEND_INV || op == SR_RDMAP_OP_SEND_SE_INV ?
-					 FZ_STAG(flags >> 6) : 0;
+					 b->stag[(flags >> 6) % FZ_NREG] : 0;
 
 		if (!(flags & 2) && b->send_mo == 0)
 			b->msn[SR_DDP_QN_SEND]++;
@@ -103,7 +108,7 @@ static inline size_t fz_build(struct fz_builder *b, const uint8_t *rec, const ui
 		return h < 0 ? 0 : fz_finish(out, (size_t)h, len, fill, b->crc, bad_crc);
 	}
 	case FZ_RREQ: {
-		struct sr_rdmap_rreq rr = { .sink_stag = FZ_STAG(0), .sink_to = FZ_IOVA(0),
+		struct sr_rdmap_rreq rr = { .sink_stag = b->stag[0], .sink_to = FZ_IOVA(0),
 					    .size = len, .src_stag = stag, .src_to = to };
 
 		if (!(flags & 2))

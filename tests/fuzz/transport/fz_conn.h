@@ -13,8 +13,10 @@
  *   3 local   local write only, PD A: must never change nor leave the process
  *   4 otherpd remote write + read but PD B: must never change nor leave
  *   5 wo      remote write only, PD A: may change, must never leave
- * "Never leave": these regions are filled with a per-process random 8-byte secret; the peer
- * checks every byte the QP sends for it. Everything that may change is reset per input.
+ * "Never leave": these regions are filled with a random 8-byte secret, new for every input
+ * (libFuzzer learns the operands of comparisons: a fixed secret would soon be in its inputs,
+ * echoed back in a Terminate's copy of the offending header); the peer checks every byte the
+ * QP sends for it. Everything that may change is reset per input.
  *
  * Per input the connection must end by itself (the peer's FIN, or a protocol error, or the
  * peer's Terminate): a connection that neither closes nor reports within FZ_END_MS is a
@@ -101,14 +103,6 @@ static int fz_closed_calls(struct fz_closed *c)
 	return n;
 }
 
-static uint64_t fz_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* The content every unchanged region must have: a per-region pattern, or the secret. */
 static uint8_t fz_expect(int r, size_t i)
 {
@@ -135,15 +129,14 @@ static void fz_conn_init(void)
 	fz_pd[0] = ibv_alloc_pd(fz_ctx);
 	fz_pd[1] = ibv_alloc_pd(fz_ctx);
 	CHECK(fz_pd[0] && fz_pd[1]);
-	CHECK(getrandom(fz_secret, sizeof(fz_secret), 0) == sizeof(fz_secret));
 	for (int r = 0; r < FZ_NREG; r++) {
 		fz_reg[r].p = fz_guarded(fz_reg[r].len);
 		fz_fill(r);
 		fz_reg[r].mr = ibv_reg_mr_iova(fz_pd[fz_reg[r].pd], fz_reg[r].p, fz_reg[r].len,
 					       FZ_IOVA(r), fz_reg[r].access);
 		CHECK(fz_reg[r].mr);
-		if (fz_reg[r].mr->rkey != FZ_STAG(r))
-			fprintf(stderr, "fuzz: region %s has STag 0x%x, the seeds name 0x%x\n",
+		if (fz_reg[r].mr->rkey != FZ_STAG(r)) /* the stream seeds then miss it */
+			fprintf(stderr, "fuzz: region %s has STag 0x%x, the stream seeds name 0x%x\n",
 				fz_reg[r].name, fz_reg[r].mr->rkey, FZ_STAG(r));
 	}
 	fz_seen = malloc(fz_seen_cap);
@@ -172,11 +165,27 @@ static void fz_tcp_pair(int *q, int *peer)
 	CHECK(fcntl(*peer, F_SETFL, O_NONBLOCK) == 0);
 }
 
+/* A new secret in the secret regions. */
+static void fz_new_secret(void)
+{
+	CHECK(getrandom(fz_secret, sizeof(fz_secret), 0) == sizeof(fz_secret));
+	for (int r = 0; r < FZ_NREG; r++)
+		if (fz_reg[r].secret)
+			fz_fill(r);
+}
+
 /* The peer received n more bytes at fz_seen + *have: look for the secret, keep a tail. */
 static void fz_seen_add(size_t *have, size_t n)
 {
+	size_t from = *have >= sizeof(fz_secret) - 1 ? *have - (sizeof(fz_secret) - 1) : 0;
+
 	*have += n;
-	CHECK(!memmem(fz_seen, *have, fz_secret, sizeof(fz_secret)));
+	for (size_t i = from; i + sizeof(fz_secret) <= *have; i++)
+		if (fz_seen[i] == fz_secret[0] &&
+		    memcmp(fz_seen + i, fz_secret, sizeof(fz_secret)) == 0) {
+			fprintf(stderr, "fuzz: a secret region's bytes reached the peer\n");
+			abort();
+		}
 	if (*have > fz_seen_cap / 2) {
 		memmove(fz_seen, fz_seen + *have - 7, 7);
 		*have = 7;
@@ -231,10 +240,12 @@ static void fz_conn_run(const uint8_t *stream, size_t len, bool crc, uint16_t ir
 	size_t sent = 0, have = 0;
 	bool eof = false, fin = false;
 	struct ibv_wc wc[8];
+	int done[2] = { 0 };
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	int q, peer, n;
 
+	fz_new_secret();
 	cq = ibv_create_cq(fz_ctx, 64, NULL, NULL, 0);
 	CHECK(cq);
 	ia.send_cq = ia.recv_cq = cq;
@@ -246,7 +257,8 @@ static void fz_conn_run(const uint8_t *stream, size_t len, bool crc, uint16_t ir
 	qa.qp_state = IBV_QPS_RTS;
 	CHECK(ibv_modify_qp(qp, &qa, IBV_QP_STATE) == 0);
 	for (int i = 0; i < 2; i++) {
-		struct ibv_sge sg = { .addr = (uintptr_t)fz_reg[2].p + (size_t)i * FZ_RECV_LEN,
+		/* Local addresses are in the region's iova space, as for remote access. */
+		struct ibv_sge sg = { .addr = FZ_IOVA(2) + (uint64_t)i * FZ_RECV_LEN,
 				      .length = FZ_RECV_LEN, .lkey = fz_reg[2].mr->lkey };
 		struct ibv_recv_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sg, .num_sge = 1 };
 		struct ibv_recv_wr *bad;
@@ -292,15 +304,27 @@ static void fz_conn_run(const uint8_t *stream, size_t len, bool crc, uint16_t ir
 		}
 	}
 	CHECK(fz_closed_calls(&cl) == 1);
+	/* The QP is in ERR and flushed: each receive has completed, exactly once (no Sends
+	 * are posted, so every completion is a receive's). */
 	while ((n = ibv_poll_cq(cq, 8, wc)) > 0)
-		for (int i = 0; i < n; i++)
-			if (wc[i].opcode & IBV_WC_RECV && wc[i].status == IBV_WC_SUCCESS)
-				CHECK(wc[i].wr_id < 2 && wc[i].byte_len <= FZ_RECV_LEN);
+		for (int i = 0; i < n; i++) {
+			CHECK(wc[i].wr_id < 2);
+			done[wc[i].wr_id]++;
+			if (wc[i].status == IBV_WC_SUCCESS)
+				CHECK(wc[i].byte_len <= FZ_RECV_LEN);
+		}
 	CHECK(n == 0);
+	if (done[0] != 1 || done[1] != 1) {
+		fprintf(stderr, "fuzz: receives completed %d and %d times\n", done[0], done[1]);
+		abort();
+	}
 	CHECK(ibv_destroy_qp(qp) == 0);
 	CHECK(fz_closed_calls(&cl) == 1);
 	CHECK(ibv_destroy_cq(cq) == 0);
 	close(peer);
+	/* Nothing of the connection holds a region any more: only the STag table's reference. */
+	for (int r = 0; r < FZ_NREG; r++)
+		CHECK(atomic_load(&sr_container_of(fz_reg[r].mr, struct sr_mr, ibmr)->refs) == 1);
 	fz_check_regions();
 }
 
