@@ -3,6 +3,8 @@
  * Replay driver for fuzz harnesses when libFuzzer is not in use: feeds every file named on the
  * command line (directories are walked one level) to LLVMFuzzerTestOneInput, plus a fixed set
  * of pseudo-random mutations of each, so the harness runs as an ordinary regression test.
+ * "-mutations=N" first on the command line sets how many per file (default 2000): harnesses
+ * that run a whole connection per input ask for fewer.
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -14,6 +16,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static unsigned long runs;
+static long mutations = 2000;
 
 static void run_mutations(const uint8_t *data, size_t size)
 {
@@ -24,7 +27,7 @@ static void run_mutations(const uint8_t *data, size_t size)
 		return;
 	LLVMFuzzerTestOneInput(data, size);
 	runs++;
-	for (int i = 0; i < 2000; i++) {
+	for (long i = 0; i < mutations; i++) {
 		size_t n = size;
 
 		memcpy(buf, data, size);
@@ -65,7 +68,13 @@ static void run_file(const char *path)
 
 int main(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
+	int first = 1;
+
+	if (argc > 1 && strncmp(argv[1], "-mutations=", 11) == 0) {
+		mutations = strtol(argv[1] + 11, NULL, 10);
+		first = 2;
+	}
+	for (int i = first; i < argc; i++) {
 		struct stat st;
 
 		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {

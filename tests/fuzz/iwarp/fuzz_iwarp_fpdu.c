@@ -2,8 +2,10 @@
 /*
  * Fuzz the FPDU receive parser with arbitrary byte streams.
  *
- * Input: byte 0: bit 0 CRC on, bits 1..7 seed the chunking (how many bytes
- * each simulated recv() returns); the rest is the stream. Payload goes into
+ * Input: byte 0: bit 0 CRC on, bit 1 repair every whole FPDU's CRC first
+ * (so that mutated frames reach the checks behind the CRC), bits 1..7 seed
+ * the chunking (how many bytes each simulated recv() returns); the rest is
+ * the stream. Payload goes into
  * a fixed 64 KiB buffer at the segment offset the parser names. The harness
  * aborts if the parser ever asks for bytes beyond what it validated: past
  * need.len, past the segment's payload, outside its internal buffers, or
@@ -15,14 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../fuzz_util.h"
 #include "iwarp/ddp.h"
 #include "iwarp/mpa.h"
-
-#define CHECK(c)                 \
-	do {                     \
-		if (!(c))        \
-			abort(); \
-	} while (0)
 
 #define DEST_LEN 65536
 
@@ -75,19 +72,32 @@ static void terminate(const struct sr_fpdu_rx *rx, bool crc)
 	      back.cause.ecode == t.cause.ecode);
 }
 
+static void run(const uint8_t *data, size_t size, bool crc, uint32_t seed);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct sr_fpdu_rx rx;
-	uint32_t seed;
-	size_t pos = 0;
-	bool crc;
+	uint8_t *fixed;
 
 	if (size < 1)
 		return 0;
-	crc = data[0] & 1;
-	seed = data[0] | 0x100;
-	data++;
-	size--;
+	if (!(data[0] & 2)) {
+		run(data + 1, size - 1, data[0] & 1, data[0] | 0x100);
+		return 0;
+	}
+	fixed = malloc(size);
+	CHECK(fixed);
+	memcpy(fixed, data + 1, size - 1);
+	fz_fix_crcs(fixed, size - 1);
+	run(fixed, size - 1, data[0] & 1, data[0] | 0x100);
+	free(fixed);
+	return 0;
+}
+
+static void run(const uint8_t *data, size_t size, bool crc, uint32_t seed)
+{
+	struct sr_fpdu_rx rx;
+	size_t pos = 0;
+
 	sr_fpdu_rx_init(&rx, crc);
 
 	while (pos < size) {
@@ -106,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			sr_fpdu_rx_need(&rx, &need);
 			if (need.stage == SR_FPDU_RX_FAILED) {
 				terminate(&rx, crc);
-				return 0;
+				return;
 			}
 			CHECK(need.len > 0);
 			n = take - used < need.len ? take - used : need.len;
@@ -138,7 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				CHECK(r == -EPROTO || r == -EBADMSG);
 				CHECK(rx.stage == SR_FPDU_RX_FAILED);
 				terminate(&rx, crc);
-				return 0;
+				return;
 			}
 			if (r == SR_FPDU_RX_HDR_DONE) {
 				check_seg(&rx);
@@ -149,7 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						      SR_IW_ERR_DDP_T_STAG) ==
 					      -EPROTO);
 					terminate(&rx, crc);
-					return 0;
+					return;
 				}
 			}
 			if (r == SR_FPDU_RX_SEG_DONE) {
@@ -159,11 +169,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					sr_fpdu_rx_fail(&rx,
 							SR_IW_ERR_RDMAP_ACCESS);
 					terminate(&rx, crc);
-					return 0;
+					return;
 				}
 			}
 		}
 		pos += take;
 	}
-	return 0;
 }

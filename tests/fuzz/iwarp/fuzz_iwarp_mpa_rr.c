@@ -12,13 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../fuzz_util.h"
 #include "iwarp/mpa.h"
-
-#define CHECK(c)                 \
-	do {                     \
-		if (!(c))        \
-			abort(); \
-	} while (0)
 
 static bool one_bit(uint8_t v)
 {
