@@ -279,7 +279,7 @@ static void sr_iw_message_done(struct sr_iw_conn *c)
 	if (c->kind == SR_IW_TX_RRESP) {
 		if (c->cur_resp.mr)
 			sr_mr_put(c->cur_resp.mr);
-		c->resp_head = (c->resp_head + 1) % SR_MAX_QP_RD_ATOM;
+		c->resp_head = (c->resp_head + 1) % c->resp_cap;
 		c->resp_count--;
 		c->kind = SR_IW_TX_IDLE;
 	} else if (c->kind == SR_IW_TX_WQE) {
