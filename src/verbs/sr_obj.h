@@ -97,7 +97,10 @@ struct sr_cq {
 	struct ibv_cq ibcq;          /* ibcq.mutex/cond/comp_events_completed used as upstream */
 	pthread_mutex_t lock;
 	struct ibv_wc *ring;
-	uint32_t size, head, count;  /* ring capacity = ibcq.cqe */
+	uint32_t size, head;         /* ring capacity = ibcq.cqe */
+	/* Entries in the ring; changed under lock, read without it by sr_poll_cq to tell an
+	 * empty CQ without taking the lock the transport needs to push. */
+	_Atomic uint32_t count;
 	int armed;                   /* 0, or 1 + solicited_only */
 	bool overflow;               /* reported once as IBV_EVENT_CQ_ERR */
 	struct sr_comp_channel *chan;
