@@ -174,9 +174,11 @@ struct sr_iw_conn {
 	struct sr_ddp_segmenter seg;
 	bool seg_last_sent;
 	struct sr_iw_rresp cur_resp;
-	/* Read Responses owed (ring of IRD entries) */
-	struct sr_iw_rresp resp[SR_MAX_QP_RD_ATOM];
-	uint32_t resp_head, resp_count;
+	/* Read Responses owed (ring of resp_cap = IRD entries, allocated at the first Read
+	 * Request: IRD goes up to max_qp_rd_atom, and most connections are never read from);
+	 * rx produces, tx consumes */
+	struct sr_iw_rresp *resp;
+	uint32_t resp_cap, resp_head, resp_count;
 	/* Read Requests outstanding (ring of rreq_cap = ORD entries, allocated at the first
 	 * Read, as most connections never issue one); rx consumes, tx produces */
 	struct sr_iw_rreq *rreq;

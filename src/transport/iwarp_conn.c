@@ -37,6 +37,7 @@ static void sr_iw_conn_free(struct sr_iw_conn *c)
 	pthread_mutex_destroy(&c->tx_lock);
 	free(c->fp);
 	free(c->rreq);
+	free(c->resp);
 	free(c);
 }
 
@@ -83,7 +84,7 @@ static void sr_iw_release_pending(struct sr_iw_conn *c)
 	while (c->resp_count) {
 		if (c->resp[c->resp_head].mr)
 			sr_mr_put(c->resp[c->resp_head].mr);
-		c->resp_head = (c->resp_head + 1) % SR_MAX_QP_RD_ATOM;
+		c->resp_head = (c->resp_head + 1) % c->resp_cap;
 		c->resp_count--;
 	}
 	while (c->rreq_count) {

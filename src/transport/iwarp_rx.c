@@ -6,6 +6,7 @@
  * against the STag, bounds, access rights and protection domain. Runs on the engine thread.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -383,14 +384,19 @@ static int sr_iw_on_seg(struct sr_iw_conn *c)
 				return sr_fpdu_rx_fail(&c->rx, sr_iw_rdmap_err(r));
 		}
 		pthread_mutex_lock(&c->tx_lock);
-		if (c->resp_count >= ird || c->resp_count >= SR_MAX_QP_RD_ATOM) {
+		if (!c->resp) {
+			c->resp_cap = SR_MIN(ird, (uint32_t)SR_MAX_QP_RD_ATOM);
+			c->resp = calloc(c->resp_cap, sizeof(*c->resp));
+		}
+		if (!c->resp || c->resp_count >= ird || c->resp_count >= c->resp_cap) {
 			pthread_mutex_unlock(&c->tx_lock);
 			if (resp.mr)
 				sr_mr_put(resp.mr);
-			/* More Read Requests than our IRD: siw's answer (docs/WIRE.md §3.5). */
+			/* More Read Requests than our IRD, siw's answer (docs/WIRE.md §3.5);
+			 * the same when there is no memory for the ring. */
 			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_RDMAP_CATA_STREAM);
 		}
-		c->resp[(c->resp_head + c->resp_count) % SR_MAX_QP_RD_ATOM] = resp;
+		c->resp[(c->resp_head + c->resp_count) % c->resp_cap] = resp;
 		c->resp_count++;
 		sr_iw_tx_progress_locked(c);
 		pthread_mutex_unlock(&c->tx_lock);

@@ -238,7 +238,7 @@ static void sr_iw_rresp_pop(struct sr_iw_conn *c)
 {
 	if (c->cur_resp.mr)
 		sr_mr_put(c->cur_resp.mr);
-	c->resp_head = (c->resp_head + 1) % SR_MAX_QP_RD_ATOM;
+	c->resp_head = (c->resp_head + 1) % c->resp_cap;
 	c->resp_count--;
 	c->kind = SR_IW_TX_IDLE;
 }

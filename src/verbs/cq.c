@@ -142,6 +142,13 @@ int sr_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 
 	if (n < 0)
 		return -EINVAL; /* ibv_poll_cq(3): a negative value on error */
+	/*
+	 * Applications (libfabric, MPI, perftest) spin on an empty CQ. Taking the lock on every
+	 * empty poll makes the engine thread's push wait for the spinner, and on a busy machine
+	 * for the spinner's whole time slice when it is preempted holding the lock.
+	 */
+	if (!atomic_load_explicit(&cq->count, memory_order_relaxed))
+		return 0;
 	pthread_mutex_lock(&cq->lock);
 	while (got < n && cq->count) {
 		wc[got++] = cq->ring[cq->head];

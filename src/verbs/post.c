@@ -74,6 +74,8 @@ static void sr_send_wqe_fill(struct sr_qp *qp, struct sr_send_wqe *w,
 			     const struct ibv_send_wr *wr, uint64_t len)
 {
 	w->wr_id = wr->wr_id;
+	w->sge = (struct ibv_sge *)(w + 1);
+	w->inline_data = (uint8_t *)(w->sge + qp->cap.max_send_sge);
 	w->opcode = wr->opcode;
 	w->flags = wr->send_flags;
 	w->length = len;

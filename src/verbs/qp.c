@@ -83,26 +83,25 @@ static int sr_qp_check_attr(struct ibv_pd *pd, const struct ibv_qp_init_attr *a)
 	return 0;
 }
 
-/* Lay out the send ring: each slot is the WQE, its SGEs, then its inline bytes. */
+/* The send ring: each slot is the WQE, its SGEs, then its inline bytes (pointers set when a
+ * WR is posted into the slot, so an unused part of the ring is never touched). */
 static int sr_qp_alloc_sq(struct sr_qp *qp)
 {
 	size_t sz = sizeof(struct sr_send_wqe) + qp->cap.max_send_sge * sizeof(struct ibv_sge) +
 		    qp->cap.max_inline_data;
-	char *ring;
 
 	sz = (sz + 7) & ~(size_t)7;
-	ring = calloc(qp->cap.max_send_wr, sz);
-	if (!ring)
+	qp->sq_slots = sr_ring_alloc(qp->cap.max_send_wr, sz);
+	if (!qp->sq_slots)
 		return ENOMEM;
-	for (uint32_t i = 0; i < qp->cap.max_send_wr; i++) {
-		struct sr_send_wqe *w = (struct sr_send_wqe *)(ring + i * sz);
-
-		w->sge = (struct ibv_sge *)(w + 1);
-		w->inline_data = (uint8_t *)(w->sge + qp->cap.max_send_sge);
-	}
-	qp->sq_slots = ring;
 	qp->sq_slot_size = sz;
 	return 0;
+}
+
+static void sr_qp_free_rings(struct sr_qp *qp)
+{
+	sr_ring_free(qp->rq_slots, qp->cap.max_recv_wr, qp->rq_slot_size);
+	sr_ring_free(qp->sq_slots, qp->cap.max_send_wr, qp->sq_slot_size);
 }
 
 static struct ibv_qp *sr_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
@@ -178,8 +177,7 @@ static struct ibv_qp *sr_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 	a->cap = qp->cap;
 	return &qp->ibqp;
 err_free:
-	free(qp->rq_slots);
-	free(qp->sq_slots);
+	sr_qp_free_rings(qp);
 	free(qp);
 	errno = err;
 	return NULL;
@@ -288,8 +286,7 @@ SR_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_destroy(&qp->lock);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
-	free(qp->rq_slots);
-	free(qp->sq_slots);
+	sr_qp_free_rings(qp);
 	free(qp);
 	return 0;
 }

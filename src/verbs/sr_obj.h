@@ -113,7 +113,10 @@ struct sr_cq {
 	struct ibv_cq ibcq;          /* ibcq.mutex/cond/comp_events_completed used as upstream */
 	pthread_mutex_t lock;
 	struct ibv_wc *ring;
-	uint32_t size, head, count;  /* ring capacity = ibcq.cqe */
+	uint32_t size, head;         /* ring capacity = ibcq.cqe */
+	/* Entries in the ring; changed under lock, read without it by sr_poll_cq to tell an
+	 * empty CQ without taking the lock the transport needs to push. */
+	_Atomic uint32_t count;
 	int armed;                   /* 0, or 1 + solicited_only */
 	bool overflow;               /* reported once as IBV_EVENT_CQ_ERR */
 	struct sr_comp_channel *chan;
@@ -401,9 +404,14 @@ static inline struct sr_recv_wqe *sr_srq_slot(const struct sr_srq *srq, uint32_t
 				      srq->slot_size);
 }
 
-/* Lay out `n` receive slots for `nsge` SGEs each; returns the slot array or NULL. */
+/* A zeroed ring of n slots whose pages are committed as they are first written; NULL: no
+ * memory. Free with the same n and slot_size. */
+void *sr_ring_alloc(size_t n, size_t slot_size);
+void sr_ring_free(void *ring, size_t n, size_t slot_size);
+/* A ring of `n` receive slots for `nsge` SGEs each; returns the slot array or NULL. */
 void *sr_recv_ring_alloc(uint32_t n, uint32_t nsge, size_t *slot_size);
-/* Copy a receive WR into a slot; the caller has validated num_sge. */
+/* Copy a receive WR into a slot (and point its sge at the slot's SGE array); the caller has
+ * validated num_sge. */
 void sr_recv_wqe_fill(struct sr_recv_wqe *w, const struct ibv_recv_wr *wr);
 /*
  * qp->lock held. Move to ERR (if not there) and flush every outstanding WQE in posting order.

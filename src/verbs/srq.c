@@ -69,13 +69,12 @@ static int sr_srq_resize_locked(struct sr_srq *srq, uint32_t max_wr)
 	for (uint32_t i = 0; i < srq->count; i++) {
 		const struct sr_recv_wqe *from = sr_srq_slot(srq, srq->head + i);
 		struct sr_recv_wqe *to = (struct sr_recv_wqe *)((char *)slots + i * slot_size);
-		struct ibv_sge *sge = to->sge;
 
 		*to = *from;
-		to->sge = sge;
-		memcpy(sge, from->sge, from->num_sge * sizeof(*sge));
+		to->sge = (struct ibv_sge *)(to + 1);
+		memcpy(to->sge, from->sge, from->num_sge * sizeof(*to->sge));
 	}
-	free(srq->slots);
+	sr_ring_free(srq->slots, srq->max_wr, srq->slot_size);
 	srq->slots = slots;
 	srq->slot_size = slot_size;
 	srq->head = 0;
@@ -136,7 +135,7 @@ SR_EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	pthread_mutex_destroy(&srq->lock);
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);
-	free(srq->slots);
+	sr_ring_free(srq->slots, srq->max_wr, srq->slot_size);
 	free(srq);
 	atomic_fetch_sub(&sr_srq_count, 1);
 	return 0;

@@ -8,28 +8,53 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "verbs/sr_obj.h"
 
-void *sr_recv_ring_alloc(uint32_t n, uint32_t nsge, size_t *slot_size)
+/*
+ * Rings are what the application asked for, up to max_qp_wr / max_srq_wr slots, but most
+ * queues never hold more than a few WRs at once. Nothing writes a slot before a WR is
+ * posted into it (its SGE and inline pointers are set then, sr_*_wqe_fill), so the pages of
+ * a large ring, mapped anonymous and zero, cost memory only once the ring reaches them. Small
+ * rings stay on the heap, where a page of their own would cost more than they hold.
+ */
+#define SR_RING_MMAP_MIN (64u * 1024)
+
+void *sr_ring_alloc(size_t n, size_t slot_size)
 {
-	size_t sz = (sizeof(struct sr_recv_wqe) + nsge * sizeof(struct ibv_sge) + 7) & ~(size_t)7;
-	char *ring = calloc(n, sz);
+	size_t bytes = n * slot_size;
+	void *p;
+
+	if (bytes < SR_RING_MMAP_MIN)
+		return calloc(n, slot_size);
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		 -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void sr_ring_free(void *ring, size_t n, size_t slot_size)
+{
+	size_t bytes = n * slot_size;
 
 	if (!ring)
-		return NULL;
-	for (uint32_t i = 0; i < n; i++) {
-		struct sr_recv_wqe *w = (struct sr_recv_wqe *)(ring + i * sz);
+		return;
+	if (bytes < SR_RING_MMAP_MIN)
+		free(ring);
+	else
+		munmap(ring, bytes);
+}
 
-		w->sge = (struct ibv_sge *)(w + 1);
-	}
-	*slot_size = sz;
-	return ring;
+void *sr_recv_ring_alloc(uint32_t n, uint32_t nsge, size_t *slot_size)
+{
+	*slot_size = (sizeof(struct sr_recv_wqe) + nsge * sizeof(struct ibv_sge) + 7) & ~(size_t)7;
+	return sr_ring_alloc(n, *slot_size);
 }
 
 void sr_recv_wqe_fill(struct sr_recv_wqe *w, const struct ibv_recv_wr *wr)
 {
 	w->wr_id = wr->wr_id;
+	w->sge = (struct ibv_sge *)(w + 1);
 	w->num_sge = (uint32_t)wr->num_sge;
 	w->length = 0;
 	for (int i = 0; i < wr->num_sge; i++) {

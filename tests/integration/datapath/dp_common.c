@@ -56,6 +56,8 @@ void dp_connect(struct dp_pair *p, const struct dp_opts *o)
 
 	if (!o)
 		o = &none;
+	if (o->rd_atomic)
+		cp.responder_resources = cp.initiator_depth = (uint8_t)o->rd_atomic;
 	memset(p, 0, sizeof(*p));
 	p->ec = rdma_create_event_channel();
 	DP_CHECK(p->ec, "rdma_create_event_channel: %s", strerror(errno));
@@ -96,6 +98,10 @@ void dp_connect(struct dp_pair *p, const struct dp_opts *o)
 	/* both ESTABLISHED events arrive on the shared channel in either order */
 	for (int i = 0; i < 2; i++) {
 		ev = dp_event(p->ec, RDMA_CM_EVENT_ESTABLISHED);
+		if (ev->id == p->cli.id) {
+			p->est_initiator_depth = ev->param.conn.initiator_depth;
+			p->est_responder_resources = ev->param.conn.responder_resources;
+		}
 		rdma_ack_cm_event(ev);
 	}
 	freeaddrinfo(ai);

@@ -35,6 +35,8 @@ struct dp_pair {
 	struct rdma_event_channel *ec;
 	struct rdma_cm_id *listen;
 	struct dp_side cli, srv;
+	/* what the client's ESTABLISHED event reported (the server's IRD/ORD as negotiated) */
+	uint8_t est_initiator_depth, est_responder_resources;
 };
 
 struct dp_opts {
@@ -42,6 +44,7 @@ struct dp_opts {
 	bool srv_srq;           /* server QP uses an SRQ */
 	int max_send_wr, max_recv_wr, max_sge, max_inline;
 	bool srv_qp_other_pd;   /* (unused) */
+	int rd_atomic;          /* responder_resources and initiator_depth asked by both; 0: 8 */
 };
 
 void dp_connect(struct dp_pair *p, const struct dp_opts *o);

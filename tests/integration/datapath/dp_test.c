@@ -104,6 +104,78 @@ static void case_read(size_t len)
 	dp_disconnect(&p);
 }
 
+/*
+ * IRD/ORD at the device maximum (128, as siw) negotiated over MPA rev 2 (14-bit fields): both
+ * sides ask for 255, librdmacm grants the device's max_qp_rd_atom on each QP, and twice that
+ * many RDMA Reads posted at once all complete with the right bytes: the requester keeps up
+ * to its ORD outstanding, the responder holds that many without overflowing its IRD (which
+ * would end the stream with a Terminate and fail every Read).
+ */
+static void case_read_depth(void)
+{
+	enum { CHUNK = 64 * 1024 }; /* large enough that Read Responses queue up behind TCP */
+	struct dp_opts o = { .rd_atomic = 255 };
+	struct ibv_device_attr da;
+	struct ibv_qp_init_attr qi;
+	struct ibv_qp_attr qa;
+	struct dp_pair p;
+	struct ibv_mr *smr, *dmr;
+	uint8_t *src, *dst;
+	int n;
+
+	{
+		struct ibv_device **l = ibv_get_device_list(NULL);
+		struct ibv_context *ctx = NULL;
+
+		for (int i = 0; l && l[i] && !ctx; i++)
+			if (!strcmp(ibv_get_device_name(l[i]), "sriw_lo"))
+				ctx = ibv_open_device(l[i]);
+		DP_CHECK(ctx && ibv_query_device(ctx, &da) == 0, "query sriw_lo");
+		ibv_close_device(ctx);
+		ibv_free_device_list(l);
+	}
+	DP_CHECK(da.max_qp_rd_atom >= 128 && da.max_qp_init_rd_atom >= 128,
+		 "max_qp_rd_atom %d, max_qp_init_rd_atom %d", da.max_qp_rd_atom,
+		 da.max_qp_init_rd_atom);
+	n = 2 * da.max_qp_init_rd_atom;
+	o.max_send_wr = n;
+	src = guarded((size_t)n * CHUNK);
+	dst = guarded((size_t)n * CHUNK);
+	dp_connect(&p, &o);
+	DP_CHECK(p.est_initiator_depth == da.max_qp_rd_atom &&
+		 p.est_responder_resources == da.max_qp_init_rd_atom,
+		 "ESTABLISHED: initiator_depth %u responder_resources %u", p.est_initiator_depth,
+		 p.est_responder_resources);
+	for (struct dp_side *s = &p.cli; s; s = s == &p.cli ? &p.srv : NULL) {
+		DP_CHECK(ibv_query_qp(s->id->qp, &qa, IBV_QP_MAX_QP_RD_ATOMIC |
+				      IBV_QP_MAX_DEST_RD_ATOMIC, &qi) == 0, "query_qp");
+		DP_CHECK(qa.max_rd_atomic == da.max_qp_init_rd_atom &&
+			 qa.max_dest_rd_atomic == da.max_qp_rd_atom,
+			 "%s QP: ORD %u IRD %u", s == &p.cli ? "client" : "server",
+			 qa.max_rd_atomic, qa.max_dest_rd_atomic);
+	}
+	smr = dp_reg(p.srv.pd, src, (size_t)n * CHUNK, MR_RW);
+	dmr = dp_reg(p.cli.pd, dst, (size_t)n * CHUNK, IBV_ACCESS_LOCAL_WRITE);
+	dp_fill(src, (size_t)n * CHUNK, 128);
+	memset(dst, 0, (size_t)n * CHUNK);
+	for (int i = 0; i < n; i++)
+		DP_CHECK(dp_post_send(&p.cli, IBV_WR_RDMA_READ, (uint64_t)i, dmr, dst + i * CHUNK,
+				      CHUNK, (uintptr_t)src + (uint64_t)i * CHUNK, smr->rkey,
+				      IBV_SEND_SIGNALED) == 0, "post read %d", i);
+	for (int i = 0; i < n; i++) {
+		struct ibv_wc wc = dp_wait_wc(p.cli.cq, 60000);
+
+		DP_CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_READ &&
+			 wc.wr_id == (uint64_t)i, "read %d: wc %s wr_id %llu", i,
+			 ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+	}
+	DP_CHECK(dp_check(dst, (size_t)n * CHUNK, 128), "read data differs");
+	guards_intact(dst, (size_t)n * CHUNK);
+	ibv_dereg_mr(smr);
+	ibv_dereg_mr(dmr);
+	dp_disconnect(&p);
+}
+
 /* Sends of several sizes with 3 SGEs gathered and 2 SGEs scattered. */
 static void case_send_sge(void)
 {
@@ -791,6 +863,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(c, "read"))
 		for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 			case_read(sizes[i]);
+	else if (!strcmp(c, "read_depth"))
+		case_read_depth();
 	else if (!strcmp(c, "send_sge"))
 		case_send_sge();
 	else if (!strcmp(c, "inline"))

@@ -7,8 +7,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "verbs/sr_obj.h"
@@ -34,6 +36,19 @@ static inline struct ibv_device_attr query_attr(struct ibv_context *ctx)
 
 	assert_int_equal(ibv_query_device(ctx, &a), 0);
 	return a;
+}
+
+/* Resident memory of this process in bytes (/proc/self/statm), for "costs nothing until
+ * used" checks: the tests compare it before and after, with megabytes at stake. */
+static inline long rss_bytes(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long size = 0, resident = 0;
+
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%ld %ld", &size, &resident), 2);
+	fclose(f);
+	return resident * sysconf(_SC_PAGESIZE);
 }
 
 struct fx {

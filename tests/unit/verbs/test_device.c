@@ -106,6 +106,13 @@ static void queries(void **state)
 	assert_int_equal(a.phys_port_cnt, 1);
 	assert_int_equal(a.max_qp, SR_MAX_QP);
 	assert_int_equal(a.max_qp_rd_atom, SR_MAX_QP_RD_ATOM);
+	/* every object and queue limit at least what the kernel's siw advertises (siw.h) */
+	assert_true(a.max_qp >= 102400 && a.max_cq >= 102400 && a.max_pd >= 102400);
+	assert_true(a.max_srq >= 102400 && a.max_mr >= 1024000 && a.max_cqe >= 3276800);
+	assert_true(a.max_qp_wr >= 32768 && a.max_srq_wr >= 327680);
+	assert_true(a.max_sge >= 6 && a.max_sge_rd >= 1 && a.max_srq_sge >= 6);
+	assert_true(a.max_qp_rd_atom >= 128 && a.max_qp_init_rd_atom >= 128);
+	assert_true(a.max_res_rd_atom >= 13107200);
 	assert_int_equal(a.atomic_cap, IBV_ATOMIC_NONE);
 	assert_int_equal(ibv_query_device_ex(ctx, NULL, &ax), 0);
 	assert_memory_equal(&ax.orig_attr, &a, sizeof(a));

@@ -72,6 +72,81 @@ static void qp_create_caps(void **state)
 	fx_close(&f);
 }
 
+/*
+ * Queue depth and IRD/ORD are enforced exactly as advertised, and the advertised values are
+ * at least the kernel's siw's (siw.h: 32768 WRs, IRD and ORD 128). A QP at the maximum depth
+ * costs memory only as its queues fill: its rings (about 40 MiB here) are not committed up
+ * front, and filling the receive queue commits its ring, which shows the measure works.
+ */
+static void qp_limits_as_advertised(void **state)
+{
+	struct ibv_recv_wr rwr = { 0 }, *bad = NULL;
+	struct ibv_qp_attr qa = { 0 }, q;
+	struct ibv_qp_init_attr a, qi;
+	struct ibv_device_attr da;
+	long rss0, rss1, rss2;
+	struct ibv_qp *qp;
+	uint32_t n;
+	struct fx f;
+
+	fx_open(&f);
+	da = query_attr(f.ctx);
+	assert_true(da.max_qp_wr >= 32768);
+	assert_true(da.max_qp_rd_atom >= 128 && da.max_qp_init_rd_atom >= 128);
+	assert_true(da.max_res_rd_atom >= da.max_qp_rd_atom);
+	n = (uint32_t)da.max_qp_wr;
+
+	a = fx_qp_attr(&f, n + 1, 1, 0);
+	a.cap.max_recv_wr = 1;
+	errno = 0;
+	assert_null(ibv_create_qp(f.pd, &a));
+	assert_int_equal(errno, EINVAL);
+	a = fx_qp_attr(&f, 1, 1, 0);
+	a.cap.max_recv_wr = n + 1;
+	errno = 0;
+	assert_null(ibv_create_qp(f.pd, &a));
+	assert_int_equal(errno, EINVAL);
+
+	rss0 = rss_bytes();
+	a = fx_qp_attr(&f, n, (uint32_t)da.max_sge, SR_MAX_INLINE);
+	qp = ibv_create_qp(f.pd, &a);
+	assert_non_null(qp);
+	assert_int_equal(a.cap.max_send_wr, n);
+	assert_int_equal(a.cap.max_recv_wr, n);
+	rss1 = rss_bytes();
+	assert_true(rss1 - rss0 < 4L << 20);
+
+	/* exactly n receives fit, the next is refused */
+	assert_int_equal(fx_modify(qp, IBV_QPS_INIT), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		rwr.wr_id = i;
+		assert_int_equal(ibv_post_recv(qp, &rwr, &bad), 0);
+	}
+	assert_int_equal(ibv_post_recv(qp, &rwr, &bad), ENOMEM);
+	assert_ptr_equal(bad, &rwr);
+	rss2 = rss_bytes();
+	assert_true(rss2 - rss1 >= (long)n * da.max_sge * (long)sizeof(struct ibv_sge) / 2);
+
+	/* IRD at the maximum and one more, then ORD the same way */
+	qa.qp_state = IBV_QPS_RTR;
+	qa.max_dest_rd_atomic = (uint8_t)(da.max_qp_rd_atom + 1);
+	assert_int_equal(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_MAX_DEST_RD_ATOMIC), EINVAL);
+	qa.max_dest_rd_atomic = (uint8_t)da.max_qp_rd_atom;
+	assert_int_equal(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_MAX_DEST_RD_ATOMIC), 0);
+	qa.qp_state = IBV_QPS_RTS;
+	qa.max_rd_atomic = (uint8_t)(da.max_qp_init_rd_atom + 1);
+	assert_int_equal(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC), EINVAL);
+	qa.max_rd_atomic = (uint8_t)da.max_qp_init_rd_atom;
+	assert_int_equal(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	assert_int_equal(ibv_query_qp(qp, &q, IBV_QP_MAX_QP_RD_ATOMIC |
+				      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_CAP, &qi), 0);
+	assert_int_equal(q.max_rd_atomic, da.max_qp_init_rd_atom);
+	assert_int_equal(q.max_dest_rd_atomic, da.max_qp_rd_atom);
+	assert_int_equal(q.cap.max_send_wr, n);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	fx_close(&f);
+}
+
 static void qp_create_ex(void **state)
 {
 	struct fx f;
@@ -380,6 +455,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(qp_create_caps),
+		cmocka_unit_test(qp_limits_as_advertised),
 		cmocka_unit_test(qp_create_ex),
 		cmocka_unit_test(qp_state_table),
 		cmocka_unit_test(qp_modify_attrs_and_query),

@@ -175,6 +175,50 @@ static void srq_with_qps_and_limit_event(void **state)
 	fx_close(&f);
 }
 
+/*
+ * max_srq_wr is enforced exactly as advertised and is at least the kernel's siw's (siw.h:
+ * 10 x 32768). An SRQ at the maximum depth and SGE count maps about 180 MiB of ring that
+ * costs nothing until receives are posted; a full one takes exactly max_srq_wr receives.
+ */
+static void srq_depth_limit(void **state)
+{
+	struct ibv_srq_attr q;
+	struct ibv_srq *srq;
+	long rss0;
+	uint32_t n;
+	struct fx f;
+
+	fx_open(&f);
+	n = (uint32_t)query_attr(f.ctx).max_srq_wr;
+	assert_true(n >= 327680);
+	errno = 0;
+	assert_null(mk_srq(&f, n + 1, 1));
+	assert_int_equal(errno, EINVAL);
+
+	rss0 = rss_bytes();
+	srq = mk_srq(&f, n, (uint32_t)query_attr(f.ctx).max_srq_sge);
+	assert_non_null(srq);
+	assert_true(rss_bytes() - rss0 < 4L << 20);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+
+	/* grown to the maximum from a small ring, queued WQEs kept; then exactly full */
+	srq = mk_srq(&f, 4, 1);
+	assert_non_null(srq);
+	assert_int_equal(srq_post(srq, 0, 1), 0);
+	q.max_wr = n + 1;
+	assert_int_equal(ibv_modify_srq(srq, &q, IBV_SRQ_MAX_WR), EINVAL);
+	q.max_wr = n;
+	assert_int_equal(ibv_modify_srq(srq, &q, IBV_SRQ_MAX_WR), 0);
+	assert_int_equal(ibv_query_srq(srq, &q), 0);
+	assert_int_equal(q.max_wr, n);
+	for (uint32_t i = 1; i < n; i++)
+		assert_int_equal(srq_post(srq, i, 1), 0);
+	assert_int_equal(srq_post(srq, n, 1), ENOMEM);
+	assert_int_equal(sr_srq_slot(to_sr_srq(srq), to_sr_srq(srq)->head)->wr_id, 0);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	fx_close(&f);
+}
+
 /* Exactly the advertised max_srq SRQs exist at once; the next create is ENOMEM. */
 static void srq_count_limit(void **state)
 {
@@ -201,6 +245,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(srq_create_query_modify),
 		cmocka_unit_test(srq_with_qps_and_limit_event),
+		cmocka_unit_test(srq_depth_limit),
 		cmocka_unit_test(srq_count_limit),
 	};
 
