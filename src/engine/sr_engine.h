@@ -4,7 +4,8 @@
  * must happen while the application sleeps or computes runs here: netlink notifications,
  * (later) incoming FPDUs, RDMA READ responses, CM timers and handshakes.
  *
- * Handlers are registered by fd. Callbacks run on the engine thread, one at a time.
+ * Handlers are registered by fd. Callbacks run on the engine thread, or on a thread helping
+ * it (sr_engine_help), one at a time.
  * sr_engine_del() returns only when the handler's callback is not running and never will
  * again, so the caller may free it right after (unless called from that very callback).
  */
