@@ -17,12 +17,15 @@
 #include <unistd.h>
 
 #include "cm/cm_priv.h"
+#include "engine/sr_engine.h"
 #include "common/sr_log.h"
 
 struct sr_cm_channel *sr_cm_channel_new(bool sync)
 {
 	struct sr_cm_channel *ch = calloc(1, sizeof(*ch));
 
+	/* Before the engine starts: every id has a channel, and only ids use the engine. */
+	sr_engine_allow_helpers();
 	if (!ch) {
 		errno = ENOMEM;
 		return NULL;
@@ -249,6 +252,18 @@ static int sr_chan_next(struct sr_cm_channel *ch, struct rdma_cm_event **event)
 	return 1;
 }
 
+/* A helping waiter is done once an event is queued, or the channel was destroyed under it. */
+static bool sr_chan_ready(void *arg)
+{
+	struct sr_cm_channel *ch = arg;
+	bool ready;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	ready = ch->dead || !sr_list_empty(&ch->queue);
+	pthread_mutex_unlock(&sr_cm_lock);
+	return ready;
+}
+
 SR_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
 	struct sr_cm_channel *ch;
@@ -262,7 +277,7 @@ SR_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 	pthread_cleanup_push(sr_chan_leave, ch);
 	for (;;) {
 		struct pollfd pfd = { .fd = ch->ch.fd, .events = POLLIN };
-		int flags;
+		int flags, err;
 
 		ret = sr_chan_next(ch, event);
 		if (ret)
@@ -273,7 +288,13 @@ SR_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 			ret = -1;
 			break;
 		}
-		if (poll(&pfd, 1, -1) < 0 && errno == EINTR) {
+		/* Wait in the engine's stead when we can (sr_engine_help): the socket that
+		 * brings our event then wakes us rather than the engine thread. */
+		err = sr_engine_help(ch->ch.fd, sr_chan_ready, ch);
+		if (err == -EBUSY)
+			err = poll(&pfd, 1, -1) < 0 ? -errno : 0;
+		if (err == -EINTR) {
+			errno = EINTR;
 			ret = -1; /* like an interrupted read of the kernel's channel */
 			break;
 		}

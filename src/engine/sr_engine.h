@@ -4,7 +4,8 @@
  * must happen while the application sleeps or computes runs here: netlink notifications,
  * (later) incoming FPDUs, RDMA READ responses, CM timers and handshakes.
  *
- * Handlers are registered by fd. Callbacks run on the engine thread, one at a time.
+ * Handlers are registered by fd. Callbacks run on the engine thread, or on a thread helping
+ * it (sr_engine_help), one at a time.
  * sr_engine_del() returns only when the handler's callback is not running and never will
  * again, so the caller may free it right after (unless called from that very callback).
  */
@@ -33,8 +34,29 @@ int sr_engine_add(struct sr_engine_handler *h, uint32_t events);
 int sr_engine_mod(struct sr_engine_handler *h, uint32_t events);
 void sr_engine_del(struct sr_engine_handler *h);
 
-/* True when called from the engine thread. */
+/* True when called from the engine thread, or from a callback a helper runs. */
 bool sr_engine_in_thread(void);
+
+/*
+ * Wait until fd is readable, doing the engine's work meanwhile: the calling thread waits in
+ * the engine's epoll set (fd added to it) and runs the callbacks that become due, one at a
+ * time with any other dispatch, while the engine thread stands aside. done(arg), asked
+ * once the fd is in the set and after each batch, may end the wait without the fd.
+ * For a thread that would otherwise sleep until work done on the engine reaches it: the
+ * socket wakes this thread directly instead of the engine thread, which then wakes this one.
+ * No lock of the caller's may be held (callbacks take theirs). Returns 0 when fd is
+ * readable or done, -EINTR on a signal, -EBUSY when the engine has not started or another
+ * thread helps already (then wait as usual), another negative errno on failure.
+ */
+int sr_engine_help(int fd, bool (*done)(void *arg), void *arg);
+
+/*
+ * Let threads help (sr_engine_help). Takes effect only when called before the engine
+ * starts: the engine thread then sleeps in a second epoll set (one more epoll_wait per
+ * batch) so that a helper can switch its wake-ups off. librdmacm's engine does; libibverbs'
+ * has nobody to help it and does not.
+ */
+void sr_engine_allow_helpers(void);
 
 /*
  * One-shot timers whose callbacks run on the engine thread. They cost no file descriptor and,

@@ -543,6 +543,60 @@ static int t_threads(void)
 	return 0;
 }
 
+/* ---- a thread blocked on one channel does the CM's work for another's ids ---- */
+
+struct idle_waiter {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_event *ev;
+	int ret;
+};
+
+static void *idle_wait(void *arg)
+{
+	struct idle_waiter *w = arg;
+
+	__atomic_store_n(&w->ret, rdma_get_cm_event(w->ch, &w->ev), __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/*
+ * The thread blocked in rdma_get_cm_event on an idle channel is the one that runs the CM's
+ * socket work (a helper; the CM engine thread sleeps meanwhile), so the handshake of ids
+ * on other channels, whose owner only polls their fds, must go through it, and it must
+ * wake for its own channel's event, nothing else.
+ */
+static int t_helper_elsewhere(void)
+{
+	struct rdma_event_channel *chs = rdma_create_event_channel();
+	struct rdma_event_channel *chc = rdma_create_event_channel();
+	struct idle_waiter w = { .ch = rdma_create_event_channel(), .ret = -2 };
+	struct rdma_cm_id *idle_l, *x, *l, *c, *s;
+	struct sockaddr_storage dst;
+	pthread_t t;
+	int port;
+
+	CT_CHECK(chs && chc && w.ch);
+	/* a listener nobody connects to: the CM engine is running before the thread waits */
+	CT_CHECK(listener(w.ch, &idle_l, &port) == 0);
+	CT_CHECK(pthread_create(&t, NULL, idle_wait, &w) == 0);
+	CT_CHECK(request(chs, chc, &l, &c, &s) == 0);
+	CT_CHECK(establish(chs, chc, c, s) == 0);
+	CT_CHECK(teardown(chs, chc, l, c, s) == 0);
+	CT_CHECK(__atomic_load_n(&w.ret, __ATOMIC_SEQ_CST) == -2); /* still waiting */
+	/* its own event ends its wait */
+	ct_addr(ip, 9, &dst);
+	CT_CHECK(rdma_create_id(w.ch, &x, NULL, RDMA_PS_TCP) == 0);
+	CT_CHECK(rdma_resolve_addr(x, NULL, (struct sockaddr *)&dst, 2000) == 0);
+	CT_CHECK(pthread_join(t, NULL) == 0);
+	CT_CHECK(w.ret == 0 && w.ev->id == x && w.ev->event == RDMA_CM_EVENT_ADDR_RESOLVED);
+	rdma_ack_cm_event(w.ev);
+	CT_CHECK(quiet(w.ch, 0) == 0);
+	rdma_destroy_id(x);
+	rdma_destroy_id(idle_l);
+	rdma_destroy_event_channel(w.ch); /* chs and chc went with the teardown */
+	return 0;
+}
+
 /* ---- rdma_migrate_id ---- */
 
 static bool migrated;
@@ -1037,6 +1091,7 @@ static const struct ct_test tests[] = {
 	{ "notify", t_notify },
 	{ "resolve_src", t_resolve_src },
 	{ "threads", t_threads },
+	{ "helper_elsewhere", t_helper_elsewhere },
 	{ "migrate_waits", t_migrate_waits },
 	{ "migrate_listener", t_migrate_listener },
 	{ "destroy_listener", t_destroy_listener },
