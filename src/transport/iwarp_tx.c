@@ -79,7 +79,7 @@ static int sr_iw_fpdu_write(struct sr_iw_conn *c)
 			.msg_iov = &c->fp->iov[c->fp_iovpos],
 			.msg_iovlen = (size_t)(c->fp_iovcnt - c->fp_iovpos),
 		};
-		ssize_t n = sendmsg(c->fd, &m, (c->tx_blocking ? 0 : MSG_DONTWAIT) | MSG_NOSIGNAL);
+		ssize_t n = sendmsg(c->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -442,6 +442,7 @@ void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 			c->fp_busy = false;
 			return;
 		}
+		c->tx_first_out = true; /* an initiator's first batch is its RTR */
 		if (c->tx_term_sent && !c->tx_fin_sent) {
 			/* The Terminate is out and is the last FPDU: the FIN follows it. */
 			c->tx_fin_sent = true;
