@@ -260,6 +260,7 @@ struct sr_cm_id {
 	struct sr_mpa_conn mpa;      /* negotiated */
 	bool have_mpa;
 	uint32_t qp_num;             /* connect()'s conn_param->qp_num (establish) */
+	uint8_t rnr_retry;           /* connect/accept conn_param->rnr_retry_count, for RTS */
 	bool disc_fetched;           /* DISCONNECTED was fetched by the app */
 
 	/* qp.c: objects the library made for the app */

@@ -464,6 +464,8 @@ SR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_pa
 		return sr_cm_fail(EINVAL);
 	}
 	sr_cm_local_params(s, conn_param, &s->loc);
+	/* the QP's receiver-not-ready wait at RTS (IB: RNR retries; 7 = without end) */
+	s->rnr_retry = conn_param ? (uint8_t)SR_MIN(conn_param->rnr_retry_count, 7) : 0;
 	/* a peer offering only the Read RTR needs one IRD slot for it, whatever was asked */
 	if (s->peer.enhanced && s->peer.p2p && s->peer.rtr == SR_MPA_RTR_READ && !s->loc.ird)
 		s->loc.ird = 1;
