@@ -198,9 +198,10 @@ struct sr_iw_conn {
 	uint8_t term_buf[SR_TERM_FPDU_MAX];
 	int term_len;
 
-	/* The initiator's ready timer (an engine timer). Cancelled by the receive side when the
-	 * peer's first segment opens the gate, else at close; its own callback never cancels
-	 * it, so detach (which stops the receive side first) can wait for that callback. */
+	/* The initiator's ready timer, or a peer-to-peer responder's bound on the wait for the
+	 * RTR (an engine timer). Cancelled by the receive side when the peer's first segment
+	 * opens the gate, else at close; its own callback never cancels it, so detach (which
+	 * stops the receive side first) can wait for that callback. */
 	struct sr_engine_timer ready_t;
 
 	/* Receiver not ready (see enum sr_iw_rx_state). rnr_t is an engine timer: it resumes

@@ -231,8 +231,13 @@ static void sr_iw_close_expired(struct sr_engine_timer *t)
 	sr_iw_conn_close(c, terminating ? -ECONNABORTED : -ETIMEDOUT);
 }
 
-/* The Terminate is in the socket buffer: close so that it still reaches the peer (a FIN
- * behind it, no reset). */
+/*
+ * The Terminate waited for room (the peer had stopped reading) and is now in the socket
+ * buffer, likely not yet sent. A reset (which the peer's unread bytes would draw at close)
+ * would throw it away with the rest of the queue: drop the input first, so the close sends a
+ * FIN behind it. A Terminate that went out at once is closed on plainly, as before: the
+ * reset then stops the peer from writing on into a dead stream.
+ */
 static void sr_iw_close_after_terminate(struct sr_iw_conn *c)
 {
 	pthread_mutex_lock(&sr_iw_fd_lock);
@@ -384,10 +389,8 @@ static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
 		}
 		if (r < 0) {
 			/* -EPROTO: we queued a Terminate; it goes out before the close. */
-			if (r != -EPROTO)
-				sr_iw_conn_close(c, r);
-			else if (sr_iw_terminate_out(c))
-				sr_iw_close_after_terminate(c);
+			if (r != -EPROTO || sr_iw_terminate_out(c))
+				sr_iw_conn_close(c, r == -EPROTO ? -ECONNABORTED : r);
 			return;
 		}
 	}
