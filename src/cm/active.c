@@ -326,6 +326,8 @@ SR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 		return sr_cm_fail(EINVAL);
 	}
 	sr_cm_local_params(s, conn_param, &s->loc);
+	/* the QP's receiver-not-ready wait at RTS (IB: RNR retries; 7 = without end) */
+	s->rnr_retry = conn_param ? (uint8_t)SR_MIN(conn_param->rnr_retry_count, 7) : 0;
 	if (rev == SR_MPA_REV2) {
 		/* RFC 6581 peer-to-peer: we open the stream with an RTR of a form the peer
 		 * picks among those offered (by default only the zero-length Read) */

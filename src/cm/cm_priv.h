@@ -64,6 +64,12 @@
 /* Timeouts (ms). siw uses 5 s for a Request to arrive and 10 s for the Reply. */
 #define SR_CM_REQUEST_TIMEOUT_MS 5000
 #define SR_CM_CONNECT_TIMEOUT_MS 10000
+/*
+ * A connect request the application has neither accepted nor rejected is given up after
+ * this long: as long as an initiator waits for its Reply (ours, siw), so its own timer has
+ * normally fired first (UNREACHABLE); one that still waits gets an MPA Reject.
+ */
+#define SR_CM_HELD_REQUEST_TIMEOUT_MS 10000
 /* A QP-less stream we shut down waits this long for the peer's FIN. */
 #define SR_CM_DISCONNECT_TIMEOUT_MS 3000
 /* Listen backlog bounds (net.rdma_ucm.max_backlog default). */
@@ -254,6 +260,7 @@ struct sr_cm_id {
 	struct sr_mpa_conn mpa;      /* negotiated */
 	bool have_mpa;
 	uint32_t qp_num;             /* connect()'s conn_param->qp_num (establish) */
+	uint8_t rnr_retry;           /* connect/accept conn_param->rnr_retry_count, for RTS */
 	bool disc_fetched;           /* DISCONNECTED was fetched by the app */
 
 	/* qp.c: objects the library made for the app */
@@ -465,6 +472,8 @@ void sr_cm_listen_stop(struct sr_cm_id *id, struct sr_list *claimed);
 void sr_cm_send_reject(int fd, const struct sr_mpa_params *peer, const void *pd, size_t len);
 void sr_cm_passive_io(struct sr_cm_conn *c, uint32_t events);
 void sr_cm_passive_timeout(struct sr_cm_conn *c);
+/* A request held for the application reached SR_CM_HELD_REQUEST_TIMEOUT_MS (engine). */
+void sr_cm_passive_held_timeout(struct sr_cm_conn *c);
 
 /* active.c */
 void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events);

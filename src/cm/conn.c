@@ -74,6 +74,7 @@ static void sr_cm_conn_timer_cb(struct sr_engine_timer *t)
 		sr_cm_stream_timeout(c);
 		break;
 	case SR_CONN_HELD:
+		sr_cm_passive_held_timeout(c); /* only a held request arms one */
 		break;
 	}
 }

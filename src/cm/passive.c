@@ -128,6 +128,8 @@ static void sr_cm_passive_request(struct sr_cm_conn *c)
 	id->conn = c;
 	c->phase = SR_CONN_HELD;
 	sr_cm_conn_quiesce(c);
+	/* not for ever (an engine timer: no system call, no descriptor) */
+	sr_cm_conn_arm_timer(c, SR_CM_HELD_REQUEST_TIMEOUT_MS);
 
 	sr_cm_peer_evparam(id, &req, ulp, ulp_len, &p);
 	if (sr_cm_post_request(l, id, &p)) {
@@ -181,6 +183,37 @@ void sr_cm_passive_timeout(struct sr_cm_conn *c)
 	}
 	sr_dbg("no MPA Request in %d ms", SR_CM_REQUEST_TIMEOUT_MS);
 	sr_cm_passive_drop(c, NULL);
+}
+
+/*
+ * The application held a request past SR_CM_HELD_REQUEST_TIMEOUT_MS. The kernel's iWARP CM
+ * holds it for ever, and its initiator gives up after its own Reply timeout (UNREACHABLE);
+ * we let the socket go instead of keeping it, with an MPA Reject for an initiator that still
+ * waits (REJECTED). The request id gets no event, as an unanswered kernel request gets none;
+ * rdma_accept and rdma_reject on it then fail with ECONNRESET, as siw's do on a connection
+ * that is gone, and rdma_destroy_id works as always.
+ */
+void sr_cm_passive_held_timeout(struct sr_cm_conn *c)
+{
+	struct sr_mpa_params peer;
+	struct sr_cm_id *id;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	id = c->id;
+	if (c->dead || c->phase != SR_CONN_HELD || !id || id->state != SR_CM_CONN_RECV) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return;
+	}
+	if (id->busy) {
+		/* rdma_accept/rdma_reject is working on it right now: it decides */
+		sr_cm_conn_arm_timer(c, SR_CM_HELD_REQUEST_TIMEOUT_MS);
+		pthread_mutex_unlock(&sr_cm_lock);
+		return;
+	}
+	sr_dbg("request id %p not answered in %d ms: rejecting it", (void *)id,
+	       SR_CM_HELD_REQUEST_TIMEOUT_MS);
+	peer = id->peer;
+	sr_cm_passive_drop(c, &peer); /* unlocks */
 }
 
 /* A handshake that has received nothing for SR_CM_HANDSHAKE_IDLE_MS since it was accepted. */
@@ -421,12 +454,18 @@ SR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_pa
 		return sr_cm_fail(EOPNOTSUPP);
 
 	pthread_mutex_lock(&sr_cm_lock);
+	if (s->state == SR_CM_CONN_RECV && !s->conn && !s->listener) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return sr_cm_fail(ECONNRESET); /* held too long (sr_cm_passive_held_timeout) */
+	}
 	if (s->state != SR_CM_CONN_RECV || !s->conn || s->listener ||
 	    pd_len > sr_cm_pd_max(s->peer.enhanced)) {
 		pthread_mutex_unlock(&sr_cm_lock);
 		return sr_cm_fail(EINVAL);
 	}
 	sr_cm_local_params(s, conn_param, &s->loc);
+	/* the QP's receiver-not-ready wait at RTS (IB: RNR retries; 7 = without end) */
+	s->rnr_retry = conn_param ? (uint8_t)SR_MIN(conn_param->rnr_retry_count, 7) : 0;
 	/* a peer offering only the Read RTR needs one IRD slot for it, whatever was asked */
 	if (s->peer.enhanced && s->peer.p2p && s->peer.rtr == SR_MPA_RTR_READ && !s->loc.ird)
 		s->loc.ird = 1;
@@ -494,6 +533,10 @@ SR_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 	s = to_sr_id(id);
 	pthread_mutex_lock(&sr_cm_lock);
 	c = s->conn;
+	if (s->state == SR_CM_CONN_RECV && !c && !s->listener) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return sr_cm_fail(ECONNRESET); /* held too long (sr_cm_passive_held_timeout) */
+	}
 	if (s->state != SR_CM_CONN_RECV || !c || s->listener ||
 	    len > sr_cm_pd_max(s->peer.enhanced) || !sr_cm_conn_claim(c)) {
 		pthread_mutex_unlock(&sr_cm_lock);

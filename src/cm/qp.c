@@ -112,7 +112,8 @@ SR_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_at
 			break;
 		}
 		qp_attr->max_rd_atomic = (uint8_t)SR_MIN(mpa.ord, 255);
-		*qp_attr_mask = IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC;
+		qp_attr->rnr_retry = s->rnr_retry;
+		*qp_attr_mask = IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RNR_RETRY;
 		break;
 	default:
 		err = EINVAL;

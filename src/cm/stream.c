@@ -57,7 +57,9 @@ void sr_cm_stream_io(struct sr_cm_conn *c, uint32_t events)
 void sr_cm_stream_timeout(struct sr_cm_conn *c)
 {
 	pthread_mutex_lock(&sr_cm_lock);
-	if (c->dead) {
+	/* Only our disconnect's timer ends the stream; one left from the handshake (a request
+	 * held for accept, passive.c) finds it not shut down and has nothing to do. */
+	if (c->dead || !c->shut_wr) {
 		pthread_mutex_unlock(&sr_cm_lock);
 		return;
 	}

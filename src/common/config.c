@@ -24,6 +24,12 @@ static const struct sr_tunable sr_tunables[] = {
 	  "list of read, write, send (or all); the responder picks one of them. Only the "
 	  "zero-length Read is answered, so only with it does the initiator learn when the "
 	  "peer is ready; an invalid list offers read." },
+	{ "SOFTRDMA_CLOSE_TIMEOUT_MS", "3000",
+	  "How long rdma_disconnect's orderly close (queued sends, FIN, the peer's FIN) may take "
+	  "before the stream is aborted; 1 to 600000." },
+	{ "SOFTRDMA_TERM_TIMEOUT_MS", "500",
+	  "How long a Terminate may wait for room in a full socket before the stream is "
+	  "aborted; 1 to 600000." },
 };
 
 const struct sr_tunable *sr_config_table(unsigned int *count)

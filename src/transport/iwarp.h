@@ -134,9 +134,30 @@ enum sr_iw_tx_gate {
 enum sr_iw_rx_state {
 	SR_IW_RXS_READING,
 	SR_IW_RXS_HELD, /* the current segment is a Send whose receive is not posted yet */
+	SR_IW_RXS_TERMINATING, /* we found an error and queued a Terminate: nothing more is
+				* read; the stream closes once the Terminate is in the socket,
+				* or at SR_IW_TERM_TIMEOUT_MS */
 };
 /* With an SRQ no post tells this connection about new receives: look again this often. */
 #define SR_IW_RNR_SRQ_POLL_MS 1
+
+/*
+ * Bounded ends (docs/ARCHITECTURE.md, "Every wait and its bound"). An orderly close
+ * (rdma_disconnect: queued sends, FIN, the peer's FIN) gives up after SR_IW_CLOSE_TIMEOUT_MS:
+ * a peer that never reads our queue or never sends its FIN must not hold the QP's flush and
+ * DISCONNECTED for ever. A Terminate waits at most SR_IW_TERM_TIMEOUT_MS for room in a full
+ * socket, without blocking anybody (the engine thread serves the other connections
+ * meanwhile). When either runs out the stream is aborted (close_t, iwarp_conn.c).
+ */
+#define SR_IW_CLOSE_TIMEOUT_MS 3000 /* SOFTRDMA_CLOSE_TIMEOUT_MS */
+#define SR_IW_TERM_TIMEOUT_MS  500  /* SOFTRDMA_TERM_TIMEOUT_MS */
+/*
+ * A peer-to-peer responder's wait for the initiator's RTR, its first FPDU, which RFC 6581
+ * wants right behind the Reply: without it within this bound the stream is ended (a FIN).
+ * Without peer-to-peer (MPA rev 1) the initiator's application sends first whenever it
+ * wants, and that wait has no bound.
+ */
+#define SR_IW_FIRST_FPDU_TIMEOUT_MS 10000
 
 struct sr_iw_conn {
 	struct sr_qp *qp;
@@ -154,8 +175,8 @@ struct sr_iw_conn {
 	bool tx_fin_pending;         /* orderly close asked: FIN once the SQ is drained */
 	bool tx_fin_sent;
 	bool tx_dead;                /* socket closed or failed */
-	bool tx_blocking;            /* final flush of a Terminate: blocking sends (bounded) */
 	bool tx_term_sent;           /* we ended the stream with a Terminate: not an orderly close */
+	bool tx_first_out;           /* a first FPDU (an initiator's RTR) is wholly in the socket */
 	uint32_t mulpdu;
 	uint32_t mss_age;
 	uint32_t send_msn, rreq_msn; /* last used, per queue (first is 1) */
@@ -187,9 +208,10 @@ struct sr_iw_conn {
 	uint8_t term_buf[SR_TERM_FPDU_MAX];
 	int term_len;
 
-	/* The initiator's ready timer (an engine timer). Cancelled by the receive side when the
-	 * peer's first segment opens the gate, else at close; its own callback never cancels
-	 * it, so detach (which stops the receive side first) can wait for that callback. */
+	/* The initiator's ready timer, or a peer-to-peer responder's bound on the wait for the
+	 * RTR (an engine timer). Cancelled by the receive side when the peer's first segment
+	 * opens the gate, else at close; its own callback never cancels it, so detach (which
+	 * stops the receive side first) can wait for that callback. */
 	struct sr_engine_timer ready_t;
 
 	/* Receiver not ready (see enum sr_iw_rx_state). rnr_t is an engine timer: it resumes
@@ -198,6 +220,10 @@ struct sr_iw_conn {
 	enum sr_iw_rx_state rx_state;
 	uint64_t rx_rnr_deadline;
 	struct sr_engine_timer rnr_t;
+
+	/* Bounds an orderly close (armed by disconnect) or a Terminate's way out (armed when the
+	 * receive side queued one into a full socket); at expiry the stream is aborted. */
+	struct sr_engine_timer close_t;
 
 	/* rx (engine thread only) */
 	struct sr_fpdu_rx rx;

@@ -13,9 +13,9 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
+#include "common/sr_config.h"
 #include "common/sr_log.h"
 #include "transport/iwarp.h"
 
@@ -34,6 +34,7 @@ static pthread_cond_t sr_iw_close_cv = PTHREAD_COND_INITIALIZER;
 static void sr_iw_conn_free(struct sr_iw_conn *c)
 {
 	sr_engine_timer_cancel(&c->rnr_t); /* a post after the close may have armed it */
+	sr_engine_timer_cancel(&c->close_t);
 	pthread_mutex_destroy(&c->tx_lock);
 	free(c->fp);
 	free(c->rreq);
@@ -62,6 +63,24 @@ static void sr_iw_ready_expired(struct sr_engine_timer *t)
 	sr_dbg("qp %u: no sign from the peer after the RTR: sending anyway",
 	       c->qp->ibqp.qp_num);
 	sr_iw_tx_open_gate(c);
+}
+
+/* A peer-to-peer responder never got the initiator's RTR: end the stream (a FIN). */
+static void sr_iw_first_expired(struct sr_engine_timer *t)
+{
+	struct sr_iw_conn *c = sr_container_of(t, struct sr_iw_conn, ready_t);
+
+	sr_dbg("qp %u: no RTR from the initiator within %d ms: ending the stream",
+	       c->qp->ibqp.qp_num, SR_IW_FIRST_FPDU_TIMEOUT_MS);
+	sr_iw_fail_stream(c);
+}
+
+/* A bound in ms from the tunable `name`; out of range: `def`. */
+static unsigned int sr_iw_bound_ms(const char *name, unsigned int def)
+{
+	long v = sr_config_long(name);
+
+	return v >= 1 && v <= 600000 ? (unsigned int)v : def;
 }
 
 /* The timer that bounds the initiator's wait after its RTR: an engine timer, so the wait
@@ -137,6 +156,7 @@ void sr_iw_conn_close(struct sr_iw_conn *c, int err)
 	sr_engine_del(&c->h);
 	sr_iw_ready_timer_stop(c);
 	sr_engine_timer_cancel(&c->rnr_t);
+	sr_engine_timer_cancel(&c->close_t); /* also from its own callback: allowed */
 	sr_iw_release_pending(c);
 	/* A plain close: a Terminate we queued must still reach the peer. */
 	pthread_mutex_lock(&sr_iw_fd_lock);
@@ -164,29 +184,118 @@ void sr_iw_conn_close(struct sr_iw_conn *c, int err)
 		sr_iw_conn_free(c);
 }
 
-/* How long the engine thread may block to get our Terminate out before closing. */
-#define SR_IW_TERM_LINGER_MS 500
+/*
+ * Drop the input nobody will read (a bounded amount: a peer that keeps sending gets the reset
+ * it asks for): with unread bytes, close() sends a reset, which also throws away what we
+ * queued before it, a Terminate included. fd_lock held.
+ */
+static void sr_iw_drop_input_locked(struct sr_iw_conn *c)
+{
+	uint8_t scratch[4096];
+
+	for (int i = 0; i < 256 && c->fd >= 0; i++)
+		if (recv(c->fd, scratch, sizeof(scratch), MSG_DONTWAIT) <= 0)
+			break;
+}
 
 /*
- * Our receive side found a protocol error and queued a Terminate. When the socket was full
- * it still sits behind a half-written FPDU, and closing now would lose it. Finish both with
- * blocking sends bounded by a short send timeout (RFC 5040 wants the Terminate sent when
- * still possible). The engine thread blocks at most about SR_IW_TERM_LINGER_MS per send, on
- * this error path only, and only while the peer does not read.
+ * The bound of an orderly close or of a Terminate's way out ran out (close_t): abort. A reset
+ * frees both ends at once, queued bytes and all; but a peer-to-peer initiator never resets
+ * before its RTR is wholly out (Linux siw's CM has crashed its host on that, docs/WIRE.md):
+ * then the unread input is dropped (unread bytes at close would draw the reset) and the close
+ * sends a FIN behind whatever is still queued.
  */
-static void sr_iw_flush_terminate(struct sr_iw_conn *c)
+static void sr_iw_close_expired(struct sr_engine_timer *t)
 {
-	struct timeval tv = { .tv_sec = 0, .tv_usec = SR_IW_TERM_LINGER_MS * 1000 };
+	struct sr_iw_conn *c = sr_container_of(t, struct sr_iw_conn, close_t);
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	bool terminating = c->rx_state == SR_IW_RXS_TERMINATING, reset;
+
+	if (c->closed)
+		return;
+	pthread_mutex_lock(&c->tx_lock);
+	reset = !(c->initiator && c->mpa.p2p) || c->tx_first_out;
+	c->tx_dead = true; /* nothing more enters the socket */
+	pthread_mutex_unlock(&c->tx_lock);
+	sr_dbg("qp %u: %s not done within its bound: aborting the stream with a %s",
+	       c->qp->ibqp.qp_num, terminating ? "Terminate" : "orderly close",
+	       reset ? "reset" : "FIN");
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	c->aborted = true;
+	if (c->fd >= 0) {
+		if (reset)
+			setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		else
+			sr_iw_drop_input_locked(c);
+	}
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+	sr_iw_conn_close(c, terminating ? -ECONNABORTED : -ETIMEDOUT);
+}
+
+/*
+ * The Terminate waited for room (the peer had stopped reading) and is now in the socket
+ * buffer, likely not yet sent. A reset (which the peer's unread bytes would draw at close)
+ * would throw it away with the rest of the queue: drop the input first, so the close sends a
+ * FIN behind it. A Terminate that went out at once is closed on plainly, as before: the
+ * reset then stops the peer from writing on into a dead stream.
+ */
+static void sr_iw_close_after_terminate(struct sr_iw_conn *c)
+{
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	sr_iw_drop_input_locked(c);
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+	sr_iw_conn_close(c, -ECONNABORTED);
+}
+
+/* tx_lock held: a Terminate (or an FPDU ahead of it) still waits for room in the socket. */
+static bool sr_iw_term_in_flight_locked(const struct sr_iw_conn *c)
+{
+	return c->fp_busy || (c->tx_term_pending && !c->tx_dead);
+}
+
+/*
+ * Our receive side found a protocol error and queued a Terminate (RFC 5040 wants it sent
+ * while that is still possible). If the socket takes it now, close at once: the plain close
+ * still delivers what is in the socket buffer. If the socket is full (a peer that does not
+ * read), never block the engine thread, which serves every other connection of the process:
+ * stop reading, let EPOLLOUT finish the Terminate, and abort at SR_IW_TERM_TIMEOUT_MS.
+ * Returns true when the stream is to be closed now.
+ */
+static bool sr_iw_terminate_out(struct sr_iw_conn *c)
+{
+	bool pending;
 
 	pthread_mutex_lock(&c->tx_lock);
-	if (c->fd >= 0 && (c->fp_busy || c->tx_term_pending)) {
-		setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-		fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
-		c->tx_blocking = true;
-		sr_iw_tx_progress_locked(c);
-		c->tx_blocking = false;
+	sr_iw_tx_progress_locked(c);
+	pending = sr_iw_term_in_flight_locked(c);
+	if (pending) {
+		c->rx_state = SR_IW_RXS_TERMINATING;
+		c->tx_want_out = true;
+		sr_engine_mod(&c->h, EPOLLOUT);
 	}
 	pthread_mutex_unlock(&c->tx_lock);
+	if (pending && sr_engine_timer_arm(&c->close_t, sr_iw_bound_ms("SOFTRDMA_TERM_TIMEOUT_MS",
+									 SR_IW_TERM_TIMEOUT_MS)))
+		return true; /* no timer: do not wait */
+	if (pending)
+		sr_dbg("qp %u: Terminate waits for room in the socket", c->qp->ibqp.qp_num);
+	return !pending;
+}
+
+/* The socket took more of our Terminate, or failed: close once the Terminate is out. */
+static void sr_iw_terminating_ready(struct sr_iw_conn *c, uint32_t events)
+{
+	bool pending;
+
+	pthread_mutex_lock(&c->tx_lock);
+	if (events & EPOLLOUT)
+		sr_iw_tx_progress_locked(c);
+	pending = sr_iw_term_in_flight_locked(c);
+	pthread_mutex_unlock(&c->tx_lock);
+	if (events & (EPOLLHUP | EPOLLERR))
+		sr_iw_conn_close(c, -ECONNABORTED); /* nothing reaches that peer any more */
+	else if (!pending)
+		sr_iw_close_after_terminate(c);
 }
 
 /*
@@ -256,6 +365,10 @@ static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
 	struct sr_iw_conn *c = sr_container_of(h, struct sr_iw_conn, h);
 	int r = 0;
 
+	if (c->rx_state == SR_IW_RXS_TERMINATING) {
+		sr_iw_terminating_ready(c, events);
+		return;
+	}
 	if (events & EPOLLOUT)
 		sr_iw_tx_progress(c);
 	if ((events & (EPOLLHUP | EPOLLERR)) && c->rx_state == SR_IW_RXS_HELD) {
@@ -276,11 +389,9 @@ static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
 			return;
 		}
 		if (r < 0) {
-			/* -EPROTO: we queued a Terminate. Once it is in the socket buffer the plain
-			 * close in sr_iw_conn_close() still delivers it. */
-			if (r == -EPROTO)
-				sr_iw_flush_terminate(c);
-			sr_iw_conn_close(c, r == -EPROTO ? -ECONNABORTED : r);
+			/* -EPROTO: we queued a Terminate; it goes out before the close. */
+			if (r != -EPROTO || sr_iw_terminate_out(c))
+				sr_iw_conn_close(c, r == -EPROTO ? -ECONNABORTED : r);
 			return;
 		}
 	}
@@ -325,6 +436,7 @@ static void sr_iw_detach(struct sr_qp *qp)
 	 */
 	sr_engine_del(&c->h);
 	sr_engine_timer_cancel(&c->rnr_t); /* it would call the handler just removed */
+	sr_engine_timer_cancel(&c->close_t); /* it would close what we are about to */
 	pthread_mutex_lock(&sr_iw_fd_lock);
 	if (c->closing && sr_engine_in_thread()) {
 		/* From inside our own closed callback: the close frees c when it returns. */
@@ -371,6 +483,7 @@ static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_iwarp_attach_params
 	c->initiator = p->initiator;
 	c->mpa = p->mpa;
 	c->cb = p->cb;
+	c->close_t.cb = sr_iw_close_expired;
 	pthread_mutex_init(&c->tx_lock, NULL);
 	sr_fpdu_rx_init(&c->rx, p->mpa.crc);
 	sr_iw_rx_init(c);
@@ -394,6 +507,11 @@ static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_iwarp_attach_params
 		ready_ms = p->mpa.rtr == SR_MPA_RTR_READ ? SR_IW_READY_READ_MS :
 							   SR_IW_READY_OTHER_MS;
 	err = c->tx_gate == SR_IW_GATE_RTR ? sr_iw_ready_timer_start(c, ready_ms) : 0;
+	if (!p->initiator && p->mpa.p2p) {
+		/* the RTR opens the gate and stops this timer (sr_iw_ready_timer_stop) */
+		c->ready_t.cb = sr_iw_first_expired;
+		err = sr_engine_timer_arm(&c->ready_t, SR_IW_FIRST_FPDU_TIMEOUT_MS);
+	}
 	if (err) {
 		sr_iw_conn_free(c);
 		return err;
@@ -426,6 +544,14 @@ static void sr_iw_disconnect(struct ibv_qp *ibqp)
 	pthread_mutex_unlock(&c->tx_lock);
 	/* A Send held for a receive gets none now: let the receive side give up on it. */
 	sr_engine_timer_arm(&c->rnr_t, 0);
+	/*
+	 * Queued sends, our FIN and the peer's FIN, but not for ever: a peer that stops reading
+	 * (holding our send queue, as a receiver-not-ready hold does) or never sends its FIN
+	 * gets the stream aborted at the bound, and the flush and DISCONNECTED follow.
+	 */
+	if (sr_engine_timer_arm(&c->close_t, sr_iw_bound_ms("SOFTRDMA_CLOSE_TIMEOUT_MS",
+							    SR_IW_CLOSE_TIMEOUT_MS)))
+		sr_iw_fail_stream(c); /* no timer to bound the wait: end it now */
 }
 
 const struct sr_priv_ops sr_priv_ops_iwarp = {

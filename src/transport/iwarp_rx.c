@@ -54,7 +54,7 @@ static enum sr_iw_err sr_iw_rdmap_err(enum sr_access_result r)
 
 uint32_t sr_iw_rx_interest(const struct sr_iw_conn *c)
 {
-	return c->rx_state == SR_IW_RXS_HELD ? 0 : EPOLLIN | EPOLLRDHUP;
+	return c->rx_state == SR_IW_RXS_READING ? EPOLLIN | EPOLLRDHUP : 0;
 }
 
 /* Enter or leave the held state and tell the engine what we want from the socket. */

@@ -111,7 +111,7 @@ static int sr_iw_fpdu_write(struct sr_iw_conn *c)
 		if (c->fp_data && !sr_iw_msg_enter(c))
 			return SR_IW_TX_REVOKED;
 		sr_dma_read_begin(); /* the payload iovecs point into registered memory */
-		n = sendmsg(c->fd, &m, (c->tx_blocking ? 0 : MSG_DONTWAIT) | MSG_NOSIGNAL);
+		n = sendmsg(c->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 		err = errno;
 		sr_dma_read_end();
 		if (c->fp_data)
@@ -556,6 +556,7 @@ void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 				sr_iw_fail_stream(c);
 			return;
 		}
+		c->tx_first_out = true; /* an initiator's first batch is its RTR */
 		if (c->tx_term_sent && !c->tx_fin_sent) {
 			/* The Terminate is out and is the last FPDU: the FIN follows it. */
 			c->tx_fin_sent = true;
