@@ -102,6 +102,7 @@ struct outcome {
 	bool term;
 	uint8_t layer, etype, ecode;
 	uint16_t hdrct;
+	uint8_t attached[18]; /* the offending DDP header the Terminate carries (with D) */
 	bool closed;	 /* EOF or reset after everything */
 	bool after_term; /* FPDUs after the Terminate */
 	bool bad_crc;	 /* the victim's own FPDU failed our CRC check */
@@ -505,6 +506,9 @@ static void read_outcome(struct raw *r, struct outcome *o, int ms)
 			o->etype = b[20] & 0x0F;
 			o->ecode = b[21];
 			o->hdrct = (uint16_t)(b[22] << 8 | b[23]);
+			if (n >= 24 + 14)
+				memcpy(o->attached, b + 26,
+				       n - 24 < sizeof(o->attached) ? n - 24 : sizeof(o->attached));
 		}
 	}
 }
@@ -532,10 +536,36 @@ static int exchange(struct ctx *x, struct raw *r, const uint8_t *f, size_t n, bo
 	return rc;
 }
 
-/* The victim must answer with exactly this Terminate, then close. */
-static int expect_term(struct ctx *x, struct raw *r, int layer, int etype, int ecode)
+#define HDRCT_M 0x8000
+#define HDRCT_D 0x4000
+#define HDRCT_R 0x2000
+
+/*
+ * Which headers a Terminate for this cause attaches (docs/WIRE.md §3.4, as siw does): none
+ * for MPA errors, version and opcode errors; the DDP header (M, D) for the other DDP errors
+ * and RDMAP operation errors; for RDMAP protection errors also the Read Request header (R)
+ * when the offending segment was one.
+ */
+static uint16_t want_hdrct(int layer, int etype, int ecode, bool rreq)
+{
+	if (layer == 2 || (layer == 1 && etype == 1 && ecode == 0x04) ||
+	    (layer == 1 && etype == 2 && ecode == 0x06) ||
+	    (layer == 0 && etype == 2 && (ecode == 0x05 || ecode == 0x06)))
+		return 0;
+	if (layer == 0 && etype == 1 && rreq)
+		return HDRCT_M | HDRCT_D | HDRCT_R;
+	return HDRCT_M | HDRCT_D;
+}
+
+/*
+ * The victim must answer with exactly this Terminate, then close. @sent, when not NULL: the
+ * offending ULPDU, whose DDP header the Terminate must carry back.
+ */
+static int expect_term_hdr(struct ctx *x, struct raw *r, int layer, int etype, int ecode,
+			   const uint8_t *sent)
 {
 	struct outcome o;
+	uint16_t want;
 
 	read_outcome(r, &o, SAFETY_MS);
 	close(r->fd);
@@ -550,7 +580,19 @@ static int expect_term(struct ctx *x, struct raw *r, int layer, int etype, int e
 		return fail(x, "FPDUs after the Terminate");
 	if (!o.closed)
 		return fail(x, "stream not closed after the Terminate");
+	if (!sent)
+		return 0;
+	want = want_hdrct(layer, etype, ecode, (sent[1] & 0x0F) == OP_RREQ);
+	if ((o.hdrct & (HDRCT_M | HDRCT_D | HDRCT_R)) != want)
+		return fail(x, "Terminate Hdrct %#x, want %#x", o.hdrct, want);
+	if ((want & HDRCT_D) && memcmp(o.attached, sent, sent[0] & DDP_T ? 14 : 18))
+		return fail(x, "the DDP header in the Terminate is not the one we sent");
 	return 0;
+}
+
+static int expect_term(struct ctx *x, struct raw *r, int layer, int etype, int ecode)
+{
+	return expect_term_hdr(x, r, layer, etype, ecode, NULL);
 }
 
 /* ---- the victims ---- */
@@ -673,7 +715,9 @@ static int victim_line(struct victim *v, const char *prefix, char *line, size_t 
 static int victim_cmd(struct victim *v, const char *cmd, const char *prefix, char *line,
 		      size_t cap)
 {
-	if (write(v->in_fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd) || write(v->in_fd, "\n", 1) != 1)
+	size_t n = strlen(cmd);
+
+	if (write(v->in_fd, cmd, n) != (ssize_t)n || write(v->in_fd, "\n", 1) != 1)
 		return -1;
 	return victim_line(v, prefix, line, cap, 2 * SAFETY_MS);
 }
@@ -833,6 +877,18 @@ static int fds_back(struct ctx *x)
 	return fail(x, "victim holds %d fds, %d before the attack", n, x->v->base_fds);
 }
 
+/* The victim ends by itself within SAFETY_MS (then reaped: pid 0), else -1. */
+static int wait_exit(struct victim *v, int *st)
+{
+	for (uint64_t end = now_ms() + SAFETY_MS; waitpid(v->pid, st, WNOHANG) == 0;) {
+		if (now_ms() > end)
+			return -1;
+		usleep(20000);
+	}
+	v->pid = 0;
+	return 0;
+}
+
 /* Everything every case must leave true (see the top of the file). */
 static int after_checks(struct ctx *x, bool victim_exits)
 {
@@ -846,23 +902,15 @@ static int after_checks(struct ctx *x, bool victim_exits)
 			if (!x->good_done && good_client(x))
 				return -1;
 			/* rdma_server serves one client and ends: it must end 0 */
-			for (uint64_t end = now_ms() + SAFETY_MS; waitpid(v->pid, &st, WNOHANG) == 0;) {
-				if (now_ms() > end)
-					return fail(x, "rdma_server did not end after its client");
-				usleep(20000);
-			}
-			v->pid = 0;
+			if (wait_exit(v, &st))
+				return fail(x, "rdma_server did not end after its client");
 			return WIFEXITED(st) && !WEXITSTATUS(st) ? 0 :
 				fail(x, "rdma_server ended with status %#x", st);
 		}
 		/* one-shot: the attacked rdma_server must end by itself, never by a signal */
-		for (uint64_t end = now_ms() + SAFETY_MS; waitpid(v->pid, &st, WNOHANG) == 0;) {
-			if (now_ms() > end)
-				return fail(x, "rdma_server still running %d ms after the attack",
-					    SAFETY_MS);
-			usleep(20000);
-		}
-		v->pid = 0;
+		if (wait_exit(v, &st))
+			return fail(x, "rdma_server still running %d ms after the attack",
+				    SAFETY_MS);
 		if (!WIFEXITED(st))
 			return fail(x, "rdma_server died of signal %d", WTERMSIG(st));
 		return 0;
@@ -954,9 +1002,11 @@ static const struct seg_attack
 	/* the receive buffers' region has no remote rights either */
 	s_write_recv_buf = { T(AV_REG_RB, .layer = 0, .etype = 1, .ecode = 0x02) },
 	s_unsolicited_rresp = { RR(AV_REG_W, .layer = 1, .etype = 1, .ecode = 0x00) },
-	s_ulpdu_zero = { T(-1, .bad_len = true, .len_field = 0, .layer = 2, .etype = 0, .ecode = 0x03) },
+	s_ulpdu_zero = { T(-1, .bad_len = true, .len_field = 0, .layer = 2, .etype = 0,
+			   .ecode = 0x03) },
 	/* ULPDU_Length 10 for a tagged header of 14: the payload length would be negative */
-	s_ulpdu_short = { T(-1, .bad_len = true, .len_field = 10, .layer = 2, .etype = 0, .ecode = 0x03) },
+	s_ulpdu_short = { T(-1, .bad_len = true, .len_field = 10, .layer = 2, .etype = 0,
+			    .ecode = 0x03) },
 	s_bad_ddp_version = { T(-1, .ctrl = { DDP_T | DDP_L | 2, 0 }, .layer = 1, .etype = 1,
 				.ecode = 0x04) },
 	s_read_forged_stag = { RQ(-1, .layer = 0, .etype = 1, .ecode = 0x00) },
@@ -984,8 +1034,8 @@ static int seg_case(struct ctx *x, const struct seg_attack *a)
 	uint32_t stag;
 	uint64_t to;
 	size_t n;
-
 	uint32_t plen = a->plen ? a->plen : a->op == OP_SEND ? 8 : 16, msn = a->msn ? a->msn : 1;
+	uint8_t sent[18];
 
 	memset(pay, 0x5A, sizeof(pay));
 	OPEN(a->no_recv ? 0 : 1, 1, 0, want_crc);
@@ -1003,8 +1053,13 @@ static int seg_case(struct ctx *x, const struct seg_attack *a)
 	}
 	if (a->ctrl[0])
 		memcpy(U, a->ctrl, 2);
+	memcpy(sent, U, sizeof(sent));
 	n = fpdu(&r, F, U, n, a->bad_len ? a->len_field : -1);
-	return send_term(x, &r, n, a->layer, a->etype, a->ecode);
+	if (send_fpdus(x, &r, F, n)) {
+		close(r.fd);
+		return -1;
+	}
+	return expect_term_hdr(x, &r, a->layer, a->etype, a->ecode, sent);
 }
 
 /* Source TO + size wraps: RFC 5040 has a code for it, we report it as out of bounds. */
