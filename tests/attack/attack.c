@@ -931,7 +931,8 @@ static int after_checks(struct ctx *x, bool victim_exits)
 	if (fds_back(x))
 		return -1;
 	if (victim_cmd(v, "ping", "PONG", line, sizeof(line)) || strncmp(line, "PONG ok", 7))
-		return fail(x, "good connection: %s", line);
+		return fail(x, "good connection: %s (the good client is %s)", line,
+			    alive(v->good_pid) ? "running" : "gone");
 	if (victim_cmd(v, "check", "CHECK", line, sizeof(line)) || strcmp(line, "CHECK ok"))
 		return fail(x, "memory: %s", line);
 	return 0;

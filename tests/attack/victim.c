@@ -521,8 +521,14 @@ static int client(int port)
 		struct ibv_wc wc;
 		int n = ibv_poll_cq(cq, 1, &wc);
 
-		if (n < 0 || (n == 1 && wc.status != IBV_WC_SUCCESS))
+		if (n < 0 || (n == 1 && wc.status != IBV_WC_SUCCESS)) {
+			/* on stderr: the attacker reads the server's stdout only */
+			fprintf(stderr, "good client: %s, status %d\n",
+				n < 0 ? "poll failed" : wc.wr_id == 1 ? "echo failed" :
+								  "receive failed",
+				n < 0 ? -1 : (int)wc.status);
 			break;
+		}
 		if (n == 1 && wc.wr_id == 2) {
 			struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = wc.byte_len,
 					       .lkey = mr->lkey };
@@ -542,8 +548,10 @@ static int client(int port)
 				enum rdma_cm_event_type t = ev->event;
 
 				rdma_ack_cm_event(ev);
-				if (t == RDMA_CM_EVENT_DISCONNECTED)
+				if (t == RDMA_CM_EVENT_DISCONNECTED) {
+					fprintf(stderr, "good client: DISCONNECTED\n");
 					break;
+				}
 			}
 		}
 	}
