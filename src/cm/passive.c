@@ -402,7 +402,14 @@ SR_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	err = sr_cm_port_listen_locked(s);
 	if (err)
 		goto out;
-	if (listen(s->fd, backlog) < 0) {
+	/*
+	 * The application's backlog bounds CONNECT_REQUESTs waiting for it (iWARP: the MPA
+	 * layer's, sr_cm_passive_request); the kernel's queue only holds connections until
+	 * the engine accepts them. Tied to a small application backlog (rping: 3), a burst of
+	 * connects overflowed it and every SYN beyond cost a client a 1 s retransmit, so a
+	 * half-open flood kept real clients waiting for seconds. Handshakes are bounded on our side.
+	 */
+	if (listen(s->fd, SR_CM_MAX_HANDSHAKES) < 0) {
 		err = -errno;
 		goto out;
 	}
