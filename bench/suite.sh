@@ -56,7 +56,7 @@ if [ "$QUICK" = 1 ]; then
 else
 	SIZES=${SIZES:-64,256,1k,4k,16k,64k,256k,1m,4m}
 	# perftest, qperf, UCX and libfabric at fewer sizes: each run costs a setup of seconds.
-	TOOL_SIZES=64,4k,64k,1m,4m TOOL_LAT="8 4096" LAT_N=1000 UCX_BYTES=$((1 << 30))
+	TOOL_SIZES=64,4k,64k,1m,4m TOOL_LAT="8 4096" LAT_N=1000 UCX_BYTES=$((256 << 20))
 	PT_OPS="write read send" Q8_OPS="write read send" TOOL_OPS="write read send"
 	BLOCK_TOOLS="perftest qperf sockperf ucx fi" BUSY_TOOLS=$BLOCK_TOOLS
 fi
@@ -550,7 +550,7 @@ ucx_all() {
 				continue
 			fi
 			n=$((UCX_BYTES / b))
-			[ $n -gt 20000 ] && n=20000
+			[ $n -gt 5000 ] && n=5000
 			[ $n -lt 20 ] && n=20
 			# UCX's MB is 2^20 bytes
 			if ucx_run "$LOG/ucx.out" -t "$test" -s "$b" -n "$n" && v=$(ucx_field "$LOG/ucx.out" 6) &&
