@@ -773,7 +773,7 @@ report() {
 	echo "### Benchmark suite, $START"
 	echo
 	echo "- commit \`$COMMIT\`$([ "$DIRTY" -gt 0 ] && echo " (with $DIRTY uncommitted changes)")," \
-		"command \`bench/suite.sh ${BUILD#"$SRC"/}$([ $QUICK = 1 ] && echo " --quick") --runs $RUNS --duration $DUR --paths $PATHS\`" \
+		"command \`bench/suite.sh ${BUILD#"$SRC"/}$([ $QUICK = 1 ] && echo " --quick") --runs $RUNS --duration $DUR --sizes $SIZES --paths $PATHS\`" \
 		"($(( $(date +%s) - T0 )) s)"
 	echo "- machine: $(nproc) cores, ${CPU:-unknown CPU}, Linux $(uname -r); load average $LOAD0 before, $LOAD1 after"
 	echo "- tools: perftest $(ver perftest), qperf $(ver qperf), sockperf $(ver sockperf), ucx-utils $(ver ucx-utils), libfabric-bin $(ver libfabric-bin)"
