@@ -168,7 +168,8 @@ static struct {
 	size_t sizes[32];
 	unsigned int nsizes;
 } opt = {
-	.port = 18600, .duration = 1.0, .spin_us = 0, .lat_size = 8, .do_rdma = true, .do_tcp = true,
+	.port = 18600, .duration = 1.0, .spin_us = 0, .lat_size = 8, .do_rdma = true,
+	.do_tcp = true,
 };
 
 #define SR_MAGIC 0x53524231u /* "SRB1" */
@@ -531,7 +532,8 @@ static void srv_handle_recv(struct srv_conn *s, struct ibv_wc *wc)
 	uint32_t type, a, b;
 
 	if (s->op == OP_LAT) { /* echo from a send slot after the receive slots */
-		uint8_t *m = c->data + (s->recv_depth + c->ctrl_send_next % CTRL_SEND_SLOTS) * s->size;
+		size_t slot = s->recv_depth + c->ctrl_send_next % CTRL_SEND_SLOTS;
+		uint8_t *m = c->data + slot * s->size;
 
 		if (kind != WK_RDATA || wc->byte_len != s->size) {
 			srv_fail(s, "ping-pong: ping of %u bytes", wc->byte_len);
@@ -812,7 +814,9 @@ static int tcp_io(int fd, void *buf, size_t len, bool wr, bool spin)
 	while (len) {
 		ssize_t n = wr ? send(fd, p, len, MSG_NOSIGNAL | fl) : recv(fd, p, len, fl);
 
-		if (n < 0 && (errno == EINTR || (spin && (errno == EAGAIN || errno == EWOULDBLOCK))))
+		bool again = spin && (errno == EAGAIN || errno == EWOULDBLOCK);
+
+		if (n < 0 && (errno == EINTR || again))
 			continue;
 		if (n < 0)
 			return -1;
@@ -1365,7 +1369,8 @@ static struct lat_result cli_rdma_lat(double *samples)
 					uint64_t echo;
 
 					memcpy(&echo, pong, 8);
-					die("ping-pong: pong (sequence %llu) differs from ping %llu",
+					die("ping-pong: pong (sequence %llu) differs from "
+					    "ping %llu",
 					    (unsigned long long)be64toh(echo),
 					    (unsigned long long)seq);
 				}
