@@ -7,7 +7,8 @@
  *
  *   server: srbench -s [-a addr] [-p port] [-o]
  *   client: srbench -c -a addr [-p port] [-t write|read|send|lat|all[,...]] [-S sizes]
- *                   [-d seconds] [-T both|rdma|tcp] [-w window] [-P spin_us] [-M]
+ *                   [-d seconds] [-T both|rdma|tcp] [-w window] [-P spin_us] [-L size]
+ *                   [-M | -K]
  *
  * Protocol. Every measurement uses a fresh RC connection. The client's connect private data
  * says what it measures (operation, size, window) and carries its buffer's address and rkey;
@@ -21,8 +22,14 @@
  * Timing. Bandwidth counts payload bytes from the first post (first send()) until the
  * receiver has confirmed the last byte: RESULT for WRITE/SEND (TCP: the server's reply after
  * EOF); the last READ completion (TCP "read": EOF of the server's stream). 1 MB = 10^6 bytes.
- * Latency is the round-trip time of an 8-byte SEND answered by an 8-byte SEND (TCP: 8-byte
- * write/read), median and 99th percentile in microseconds, after 100 warm-up round trips.
+ * Latency is the round-trip time of an 8-byte (-L) SEND answered by a SEND of the same size
+ * (TCP: write/read of that size), median and 99th percentile in microseconds, after 100
+ * warm-up round trips. With -P both sides busy-poll: the CQ (softrdma) or a non-blocking
+ * socket (TCP); without it both block (completion channel / recv()).
+ *
+ * CPU time. Each side takes getrusage(RUSAGE_SELF) (all its threads, so softrdma's engine
+ * threads count) before the connection and after its teardown; -K prints both sides' seconds
+ * per measurement, the server's on its own stdout.
  *
  * Correctness. WRITE: the first transfer and the last of each stream carry distinct byte
  * patterns that the server verifies. READ: the first and last READ land in zeroed buffers and
@@ -46,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,6 +84,17 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU seconds (user + system) of the whole process, all threads. */
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -144,17 +163,21 @@ static struct {
 	double duration;
 	unsigned int window; /* 0: by size */
 	unsigned int spin_us;
+	size_t lat_size;
+	bool kv; /* -K: one key=value line per measurement instead of the tables */
 	size_t sizes[32];
 	unsigned int nsizes;
 } opt = {
-	.port = 18600, .duration = 1.0, .spin_us = 0, .do_rdma = true, .do_tcp = true,
+	.port = 18600, .duration = 1.0, .spin_us = 0, .lat_size = 8, .do_rdma = true,
+	.do_tcp = true,
 };
 
 #define SR_MAGIC 0x53524231u /* "SRB1" */
 #define SR_VERSION 1
 #define MIN_SIZE 16
 #define MAX_SIZE (64u << 20)
-#define LAT_SIZE 8
+#define LAT_MIN 8 /* a ping carries its 8-byte sequence number */
+#define LAT_RECVS 16
 #define WARMUP 100
 #define MAX_SAMPLES 2000000
 
@@ -166,7 +189,8 @@ struct conn_req {
 	uint32_t size;
 	uint32_t rkey;
 	uint64_t addr;
-	uint32_t rsvd[2];
+	uint32_t spin_us; /* OP_LAT: the server busy-polls like the client */
+	uint32_t rsvd;
 };
 
 /* Accept private data (server -> client), 32 bytes, big-endian. */
@@ -188,10 +212,11 @@ enum ctrl_type { CT_VERIFY = 1, CT_RESULT, CT_END, CT_CREDIT };
 #define CTRL_RECV_SLOTS 48
 #define CTRL_SEND_SLOTS 16
 
-/* TCP baseline header, 16 bytes, big-endian. */
+/* TCP baseline header, 20 bytes, big-endian. */
 struct tcp_hdr {
-	uint32_t magic, op, size, duration_ms;
+	uint32_t magic, op, size, duration_ms, flags;
 };
+#define TCP_F_BUSY 1u /* ping-pong: both sides spin on non-blocking sockets */
 
 /* ------------------------------------------------------------------------------------------ */
 /* RDMA connection plumbing shared by client and server                                       */
@@ -215,6 +240,7 @@ struct conn {
 	unsigned int ctrl_send_next;
 	unsigned int sends_out; /* signaled control sends not yet completed */
 	int cq_events;
+	unsigned int spin_us; /* wait_cq busy-polls this long before sleeping */
 };
 
 static void conn_setup(struct conn *c, struct rdma_cm_id *id, size_t data_len,
@@ -336,7 +362,7 @@ static const char *wc_op_str(enum ibv_wc_opcode o)
 }
 
 /*
- * Wait for at least one completion: poll for up to opt.spin_us, then arm the CQ and sleep on
+ * Wait for at least one completion: poll for up to c->spin_us, then arm the CQ and sleep on
  * the completion channel. Returns the number of completions in wc (1..max). With extra_fd
  * (server: the CM channel) returns 0 when that fd became readable and no completion arrived.
  * Dies after deadline (absolute, now_s() scale; 0 = none).
@@ -344,7 +370,7 @@ static const char *wc_op_str(enum ibv_wc_opcode o)
 static int wait_cq(struct conn *c, struct ibv_wc *wc, int max, double deadline, int extra_fd,
 		   const char *what)
 {
-	double spin_until = now_s() + opt.spin_us * 1e-6;
+	double spin_until = now_s() + c->spin_us * 1e-6;
 
 	for (;;) {
 		int n = ibv_poll_cq(c->cq, max, wc);
@@ -393,7 +419,7 @@ static int wait_cq(struct conn *c, struct ibv_wc *wc, int max, double deadline, 
 		}
 		if (r > 0 && extra_fd >= 0 && (pfd[1].revents & POLLIN))
 			return 0;
-		spin_until = now_s() + opt.spin_us * 1e-6;
+		spin_until = now_s() + c->spin_us * 1e-6;
 	}
 }
 
@@ -505,19 +531,23 @@ static void srv_handle_recv(struct srv_conn *s, struct ibv_wc *wc)
 	uint8_t *buf = kind == WK_RDATA ? c->data + (size_t)idx * s->size : c->ctrl + idx * CTRL_SLOT;
 	uint32_t type, a, b;
 
-	if (s->op == OP_LAT) { /* echo */
-		uint8_t *m = c->ctrl + (CTRL_RECV_SLOTS + (c->ctrl_send_next % CTRL_SEND_SLOTS)) *
-					       CTRL_SLOT;
+	if (s->op == OP_LAT) { /* echo from a send slot after the receive slots */
+		size_t slot = s->recv_depth + c->ctrl_send_next % CTRL_SEND_SLOTS;
+		uint8_t *m = c->data + slot * s->size;
 
-		memcpy(m, buf, wc->byte_len > CTRL_SLOT ? CTRL_SLOT : wc->byte_len);
-		post_ctrl_recv(c, idx);
+		if (kind != WK_RDATA || wc->byte_len != s->size) {
+			srv_fail(s, "ping-pong: ping of %u bytes", wc->byte_len);
+			return;
+		}
+		memcpy(m, buf, s->size);
+		post_recv(c, wc->wr_id, buf, (uint32_t)s->size, c->data_mr->lkey);
 		if (c->sends_out >= CTRL_SEND_SLOTS) {
 			srv_fail(s, "ping-pong: client sent too many pings");
 			return;
 		}
 		c->ctrl_send_next++;
-		post_send(c, WRID(WK_SCTRL, 0), IBV_WR_SEND, m, wc->byte_len, c->ctrl_mr->lkey,
-			  true, 0, 0);
+		post_send(c, WRID(WK_SCTRL, 0), IBV_WR_SEND, m, (uint32_t)s->size,
+			  c->data_mr->lkey, true, 0, 0);
 		c->sends_out++;
 		return;
 	}
@@ -660,6 +690,7 @@ static void srv_connect_request(struct rdma_event_channel *ec, struct rdma_cm_ev
 	struct conn_req rq;
 	struct srv_conn s;
 	struct ibv_device_attr da;
+	double cpu0 = cpu_s();
 	uint8_t ini_res = ev->param.conn.responder_resources;
 	uint8_t ini_ord = ev->param.conn.initiator_depth;
 
@@ -677,7 +708,7 @@ static void srv_connect_request(struct rdma_event_channel *ec, struct rdma_cm_ev
 	s.op = rq.op;
 	s.size = be32toh(rq.size);
 	if (be32toh(rq.magic) != SR_MAGIC || rq.version != SR_VERSION || s.op < OP_WRITE ||
-	    s.op > OP_LAT || s.size < (s.op == OP_LAT ? 1 : MIN_SIZE) || s.size > MAX_SIZE) {
+	    s.op > OP_LAT || s.size < (s.op == OP_LAT ? LAT_MIN : MIN_SIZE) || s.size > MAX_SIZE) {
 		fprintf(stderr, "%s: bad connect request (magic 0x%08x, op %u, size %zu), "
 				"rejecting\n", g_role, be32toh(rq.magic), rq.op, s.size);
 		rdma_reject(id, NULL, 0);
@@ -701,17 +732,23 @@ static void srv_connect_request(struct rdma_event_channel *ec, struct rdma_cm_ev
 			s.recv_depth = 256;
 		data_len = s.size * s.recv_depth;
 		break;
-	default:
-		s.recv_depth = 16;
+	default: /* OP_LAT: receive slots, then CTRL_SEND_SLOTS slots to echo from */
+		s.recv_depth = LAT_RECVS;
+		data_len = s.size * (LAT_RECVS + CTRL_SEND_SLOTS);
 		break;
 	}
 	if ((int)s.recv_depth + 4 > da.max_qp_wr)
 		s.recv_depth = (unsigned int)da.max_qp_wr - 4;
 	conn_setup(&s.c, id, data_len, CTRL_SEND_SLOTS + 4, s.recv_depth + 2);
+	if (s.op == OP_LAT) {
+		s.c.spin_us = be32toh(rq.spin_us);
+		if (s.c.spin_us > 1000000)
+			s.c.spin_us = 1000000;
+	}
 	if (s.op == OP_READ)
 		pattern_fill(s.c.data, s.size, SEED_READ);
 	for (unsigned int i = 0; i < s.recv_depth; i++) {
-		if (s.op == OP_SEND)
+		if (s.op == OP_SEND || s.op == OP_LAT)
 			post_recv(&s.c, WRID(WK_RDATA, i), s.c.data + (size_t)i * s.size,
 				  (uint32_t)s.size, s.c.data_mr->lkey);
 		else
@@ -754,6 +791,9 @@ static void srv_connect_request(struct rdma_event_channel *ec, struct rdma_cm_ev
 	rdma_disconnect(id); /* may fail if already disconnected: harmless */
 	conn_teardown(&s.c);
 	rdma_destroy_id(id);
+	if (opt.kv)
+		printf("server impl=rdma op=%s size=%zu cpu_s=%.6f\n", op_name[s.op], s.size,
+		       cpu_s() - cpu0);
 	if (next) {
 		if (next->event == RDMA_CM_EVENT_CONNECT_REQUEST)
 			srv_connect_request(ec, next);
@@ -764,14 +804,19 @@ static void srv_connect_request(struct rdma_event_channel *ec, struct rdma_cm_ev
 
 /* ---- TCP baseline, server side ---------------------------------------------------------- */
 
-static int tcp_full(int fd, void *buf, size_t len, bool wr)
+/* All of len bytes, or 0 at EOF, -1 on error. With spin, busy-polls a non-blocking call
+ * (the TCP counterpart of polling a CQ) instead of sleeping in the kernel. */
+static int tcp_io(int fd, void *buf, size_t len, bool wr, bool spin)
 {
 	uint8_t *p = buf;
+	int fl = spin ? MSG_DONTWAIT : wr ? 0 : MSG_WAITALL;
 
 	while (len) {
-		ssize_t n = wr ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, MSG_WAITALL);
+		ssize_t n = wr ? send(fd, p, len, MSG_NOSIGNAL | fl) : recv(fd, p, len, fl);
 
-		if (n < 0 && errno == EINTR)
+		bool again = spin && (errno == EAGAIN || errno == EWOULDBLOCK);
+
+		if (n < 0 && (errno == EINTR || again))
 			continue;
 		if (n < 0)
 			return -1;
@@ -781,6 +826,11 @@ static int tcp_full(int fd, void *buf, size_t len, bool wr)
 		len -= (size_t)n;
 	}
 	return 1;
+}
+
+static int tcp_full(int fd, void *buf, size_t len, bool wr)
+{
+	return tcp_io(fd, buf, len, wr, false);
 }
 
 static void tcp_nodelay(int fd)
@@ -798,6 +848,8 @@ static void tcp_serve_one(int fd)
 	if (tcp_full(fd, &h, sizeof(h), false) != 1 || be32toh(h.magic) != SR_MAGIC)
 		return;
 	uint32_t op = be32toh(h.op), size = be32toh(h.size), ms = be32toh(h.duration_ms);
+	bool spin = be32toh(h.flags) & TCP_F_BUSY;
+	double cpu0 = cpu_s();
 
 	if (op == OP_BYE) {
 		if (opt.once)
@@ -848,12 +900,15 @@ static void tcp_serve_one(int fd)
 			;
 		free(last);
 	} else if (op == OP_LAT) { /* echo until EOF */
-		while (tcp_full(fd, buf, size, false) == 1)
-			if (tcp_full(fd, buf, size, true) != 1)
+		while (tcp_io(fd, buf, size, false, spin) == 1)
+			if (tcp_io(fd, buf, size, true, spin) != 1)
 				break;
 	}
 	free(buf);
 	free(first);
+	if (opt.kv)
+		printf("server impl=tcp op=%s size=%u cpu_s=%.6f\n", op_name[op], size,
+		       cpu_s() - cpu0);
 }
 
 static int tcp_listen_fd = -1;
@@ -965,6 +1020,10 @@ struct cli {
 
 static struct cli cl;
 
+/* The last bandwidth measurement's message count and timed seconds (for -K). */
+static uint64_t g_msgs;
+static double g_secs;
+
 /* Handle a completion seen while streaming: returns true if it retired a data WR. */
 static void cli_handle_wc(struct ibv_wc *wc, uint64_t *retired, const char *what)
 {
@@ -1033,8 +1092,16 @@ static void cli_connect(enum op op, size_t size, unsigned int window, size_t dat
 		die("size %zu larger than max_mr_size %llu", size,
 		    (unsigned long long)da.max_mr_size);
 	conn_setup(&cl.c, id, data_len, window + CTRL_SEND_SLOTS + 4, CTRL_RECV_SLOTS + 2);
-	for (unsigned int i = 0; i < CTRL_RECV_SLOTS; i++)
-		post_ctrl_recv(&cl.c, i);
+	cl.c.spin_us = opt.spin_us;
+	/* Ping-pong: the pongs land in data slots 1..LAT_RECVS (slot 0 is the ping); there are
+	 * no control messages on that connection. */
+	for (unsigned int i = 0; i < (op == OP_LAT ? LAT_RECVS : CTRL_RECV_SLOTS); i++) {
+		if (op == OP_LAT)
+			post_recv(&cl.c, WRID(WK_RDATA, i), cl.c.data + (i + 1) * size,
+				  (uint32_t)size, cl.c.data_mr->lkey);
+		else
+			post_ctrl_recv(&cl.c, i);
+	}
 
 	struct conn_req rq;
 	struct rdma_conn_param cp;
@@ -1047,6 +1114,7 @@ static void cli_connect(enum op op, size_t size, unsigned int window, size_t dat
 	rq.size = htobe32((uint32_t)size);
 	rq.rkey = htobe32(cl.c.data_mr ? cl.c.data_mr->rkey : 0);
 	rq.addr = htobe64((uintptr_t)cl.c.data);
+	rq.spin_us = htobe32(op == OP_LAT ? opt.spin_us : 0);
 	memset(&cp, 0, sizeof(cp));
 	cp.private_data = &rq;
 	cp.private_data_len = sizeof(rq);
@@ -1226,6 +1294,8 @@ static double cli_rdma_bw(enum op op, size_t size)
 	cli_disconnect();
 	fprintf(stderr, "  rdma %-5s %8zu B: %llu WRs, window %u, %.3f s\n", op_name[op], size,
 		(unsigned long long)n, window, t1 - t0);
+	g_msgs = n;
+	g_secs = t1 - t0;
 	return (double)n * (double)size / (t1 - t0) / 1e6;
 }
 
@@ -1259,22 +1329,26 @@ static struct lat_result cli_rdma_lat(double *samples)
 {
 	struct ibv_wc wc[16];
 	uint64_t n = 0, seq = 0;
+	size_t size = opt.lat_size;
 	double end;
 
-	cli_connect(OP_LAT, LAT_SIZE, 1, 0);
-	uint8_t *ping = cl.c.ctrl + CTRL_RECV_SLOTS * CTRL_SLOT;
+	cli_connect(OP_LAT, size, 1, size * (1 + LAT_RECVS));
+	uint8_t *ping = cl.c.data;
 
-	end = now_s() + opt.duration;
+	pattern_fill(ping, size, SEED_SEND_FIRST);
+	end = 0;
 	for (;;) {
 		double t0 = now_s();
 
+		if (seq == WARMUP)
+			end = t0 + opt.duration; /* the time counts from the end of the warm-up */
 		if (seq >= WARMUP && (t0 >= end || n >= MAX_SAMPLES))
 			break;
 		uint64_t v = htobe64(seq);
 
 		memcpy(ping, &v, 8);
-		post_send(&cl.c, WRID(WK_SCTRL, 0), IBV_WR_SEND, ping, LAT_SIZE,
-			  cl.c.ctrl_mr->lkey, true, 0, 0);
+		post_send(&cl.c, WRID(WK_SCTRL, 0), IBV_WR_SEND, ping, (uint32_t)size,
+			  cl.c.data_mr->lkey, true, 0, 0);
 		bool sent = false, got = false;
 
 		while (!sent || !got) {
@@ -1287,16 +1361,21 @@ static struct lat_result cli_rdma_lat(double *samples)
 					continue;
 				}
 				unsigned int idx = (unsigned int)WR_IDX(wc[i].wr_id);
-				uint64_t echo;
+				uint8_t *pong = cl.c.data + (idx + 1) * size;
 
-				if (wc[i].byte_len != LAT_SIZE)
+				if (wc[i].byte_len != size)
 					die("ping-pong: pong of %u bytes", wc[i].byte_len);
-				memcpy(&echo, cl.c.ctrl + idx * CTRL_SLOT, 8);
-				if (be64toh(echo) != seq)
-					die("ping-pong: pong %llu answers ping %llu",
+				if (memcmp(pong, ping, size) != 0) {
+					uint64_t echo;
+
+					memcpy(&echo, pong, 8);
+					die("ping-pong: pong (sequence %llu) differs from "
+					    "ping %llu",
 					    (unsigned long long)be64toh(echo),
 					    (unsigned long long)seq);
-				post_ctrl_recv(&cl.c, idx);
+				}
+				post_recv(&cl.c, wc[i].wr_id, pong, (uint32_t)size,
+					  cl.c.data_mr->lkey);
 				got = true;
 				if (seq >= WARMUP)
 					samples[n++] = now_s() - t0;
@@ -1305,13 +1384,13 @@ static struct lat_result cli_rdma_lat(double *samples)
 		seq++;
 	}
 	cli_disconnect();
-	fprintf(stderr, "  rdma lat       8 B: %llu round trips\n", (unsigned long long)n);
+	fprintf(stderr, "  rdma lat %8zu B: %llu round trips\n", size, (unsigned long long)n);
 	return lat_stats(samples, n);
 }
 
 /* ---- TCP baseline, client side ---------------------------------------------------------- */
 
-static int tcp_connect_hdr(enum op op, size_t size, uint32_t ms)
+static int tcp_connect_hdr(enum op op, size_t size, uint32_t ms, uint32_t flags)
 {
 	int fd;
 
@@ -1325,7 +1404,8 @@ static int tcp_connect_hdr(enum op op, size_t size, uint32_t ms)
 		((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)(opt.port + 1));
 	CHECK(connect(fd, (struct sockaddr *)&ss, cl.dst->ai_addrlen));
 	tcp_nodelay(fd);
-	struct tcp_hdr h = { htobe32(SR_MAGIC), htobe32(op), htobe32((uint32_t)size), htobe32(ms) };
+	struct tcp_hdr h = { htobe32(SR_MAGIC), htobe32(op), htobe32((uint32_t)size), htobe32(ms),
+			     htobe32(flags) };
 
 	if (tcp_full(fd, &h, sizeof(h), true) != 1)
 		die("TCP baseline: send header failed: errno %d (%s)", errno, strerror(errno));
@@ -1337,7 +1417,7 @@ static double cli_tcp_bw(enum op op, size_t size)
 	uint8_t *buf = xmalloc(size), *last = xmalloc(size), *first = xmalloc(size);
 	double t0, t1;
 	uint64_t count = 0;
-	int fd = tcp_connect_hdr(op, size, (uint32_t)(opt.duration * 1000));
+	int fd = tcp_connect_hdr(op, size, (uint32_t)(opt.duration * 1000), 0);
 
 	if (op == OP_WRITE || op == OP_SEND) {
 		pattern_fill(buf, size, SEED_SEND_FIRST);
@@ -1389,32 +1469,44 @@ static double cli_tcp_bw(enum op op, size_t size)
 	free(first);
 	fprintf(stderr, "  tcp  %-5s %8zu B: %llu messages, %.3f s\n", op_name[op], size,
 		(unsigned long long)count, t1 - t0);
+	g_msgs = count;
+	g_secs = t1 - t0;
 	return (double)count * (double)size / (t1 - t0) / 1e6;
 }
 
 static struct lat_result cli_tcp_lat(double *samples)
 {
-	int fd = tcp_connect_hdr(OP_LAT, LAT_SIZE, 0);
+	bool spin = opt.spin_us > 0;
+	size_t size = opt.lat_size;
+	int fd = tcp_connect_hdr(OP_LAT, size, 0, spin ? TCP_F_BUSY : 0);
 	uint64_t n = 0, seq = 0;
-	double end = now_s() + opt.duration;
+	uint8_t *ping = xmalloc(size), *pong = xmalloc(size);
+	double end = 0;
 
+	pattern_fill(ping, size, SEED_SEND_FIRST);
 	for (;;) {
 		double t0 = now_s();
 
+		if (seq == WARMUP)
+			end = t0 + opt.duration; /* the time counts from the end of the warm-up */
 		if (seq >= WARMUP && (t0 >= end || n >= MAX_SAMPLES))
 			break;
-		uint64_t v = htobe64(seq), echo;
+		uint64_t v = htobe64(seq);
 
-		if (tcp_full(fd, &v, 8, true) != 1 || tcp_full(fd, &echo, 8, false) != 1)
+		memcpy(ping, &v, 8);
+		if (tcp_io(fd, ping, size, true, spin) != 1 ||
+		    tcp_io(fd, pong, size, false, spin) != 1)
 			die("TCP baseline ping-pong failed: errno %d (%s)", errno, strerror(errno));
-		if (echo != v)
+		if (memcmp(ping, pong, size) != 0)
 			die("TCP baseline ping-pong: wrong echo");
 		if (seq >= WARMUP)
 			samples[n++] = now_s() - t0;
 		seq++;
 	}
 	close(fd);
-	fprintf(stderr, "  tcp  lat       8 B: %llu round trips\n", (unsigned long long)n);
+	free(ping);
+	free(pong);
+	fprintf(stderr, "  tcp  lat %8zu B: %llu round trips\n", size, (unsigned long long)n);
 	return lat_stats(samples, n);
 }
 
@@ -1478,25 +1570,49 @@ static void print_lat(struct lat_result r, struct lat_result t)
 	fmt_num(tm, sizeof(tm), t.median, 1);
 	fmt_num(tp, sizeof(tp), t.p99, 1);
 	fmt_num(q, sizeof(q), r.median >= 0 && t.median > 0 ? r.median / t.median : -1, 2);
+	char sz[32];
+
+	size_str(opt.lat_size, sz, sizeof(sz));
 	if (opt.markdown) {
 		printf("| op | size | softrdma median µs | softrdma p99 µs | TCP median µs | "
 		       "TCP p99 µs | ratio (median) |\n");
 		printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
-		printf("| lat | 8 B | %s | %s | %s | %s | %s |\n", rm, rp, tm, tp, q);
+		printf("| lat | %s | %s | %s | %s | %s | %s |\n", sz, rm, rp, tm, tp, q);
 	} else {
 		printf("%-6s %9s %14s %10s %10s %10s %7s\n", "op", "size", "rdma med µs",
 		       "rdma p99", "tcp med µs", "tcp p99", "ratio");
-		printf("%-6s %9s %14s %10s %10s %10s %7s\n", "lat", "8 B", rm, rp, tm, tp, q);
+		printf("%-6s %9s %14s %10s %10s %10s %7s\n", "lat", sz, rm, rp, tm, tp, q);
 	}
 }
 
 static void cli_bye(void)
 {
-	int fd = tcp_connect_hdr(OP_BYE, 0, 0);
+	int fd = tcp_connect_hdr(OP_BYE, 0, 0, 0);
 	uint32_t ok;
 
 	tcp_full(fd, &ok, 4, false);
 	close(fd);
+}
+
+/* One bandwidth measurement; with -K also its key=value line, with this process's CPU
+ * seconds from before the connection to after its teardown. */
+static double kv_bw(const char *impl, enum op op, size_t size, double (*fn)(enum op, size_t))
+{
+	double cpu0 = cpu_s(), mbps = fn(op, size);
+
+	if (opt.kv)
+		printf("result impl=%s op=%s size=%zu mbps=%.3f msgs=%llu secs=%.6f cpu_s=%.6f\n",
+		       impl, op_name[op], size, mbps, (unsigned long long)g_msgs, g_secs,
+		       cpu_s() - cpu0);
+	return mbps;
+}
+
+static void kv_lat(const char *impl, struct lat_result r)
+{
+	if (opt.kv)
+		printf("result impl=%s op=lat size=%zu mode=%s median_us=%.3f p99_us=%.3f n=%llu\n",
+		       impl, opt.lat_size, opt.spin_us ? "busy" : "block", r.median, r.p99,
+		       (unsigned long long)r.n);
 }
 
 static int run_client(void)
@@ -1515,8 +1631,8 @@ static int run_client(void)
 
 			r->op = op;
 			r->size = opt.sizes[i];
-			r->rdma = opt.do_rdma ? cli_rdma_bw(op, r->size) : -1;
-			r->tcp = opt.do_tcp ? cli_tcp_bw(op, r->size) : -1;
+			r->rdma = opt.do_rdma ? kv_bw("rdma", op, r->size, cli_rdma_bw) : -1;
+			r->tcp = opt.do_tcp ? kv_bw("tcp", op, r->size, cli_tcp_bw) : -1;
 		}
 	}
 	struct lat_result lr = { -1, -1, 0 }, lt = { -1, -1, 0 };
@@ -1527,14 +1643,16 @@ static int run_client(void)
 		if (!samples)
 			die("out of memory");
 		if (opt.do_rdma)
-			lr = cli_rdma_lat(samples);
+			kv_lat("rdma", lr = cli_rdma_lat(samples));
 		if (opt.do_tcp)
-			lt = cli_tcp_lat(samples);
+			kv_lat("tcp", lt = cli_tcp_lat(samples));
 		free(samples);
 	}
 	cli_bye();
 	rdma_destroy_event_channel(cl.ec);
 	freeaddrinfo(cl.dst);
+	if (opt.kv)
+		return 0;
 
 	fprintf(stderr, "srbench: done in %.1f s\n", now_s() - t_all);
 	if (nrows)
@@ -1554,7 +1672,7 @@ static void usage(FILE *f)
 		"usage: srbench -s [-a addr] [-p port] [-o]\n"
 		"       srbench -c -a addr [-p port] [-t write|read|send|lat|all[,...]]\n"
 		"               [-S size,...] [-d seconds] [-T both|rdma|tcp] [-w window]\n"
-		"               [-P spin_us] [-M]\n"
+		"               [-P spin_us] [-L size] [-M | -K]\n"
 		"  -s          server (rdma_cm on port, TCP baseline on port+1)\n"
 		"  -o          server: exit when a client has finished its run\n"
 		"  -c          client\n"
@@ -1567,9 +1685,14 @@ static void usage(FILE *f)
 		"  -T which    both (default), rdma (softrdma/verbs only) or tcp (baseline only)\n"
 		"  -w window   outstanding WRs (default 8 MiB/size, clamped to 4..64)\n"
 		"  -P us       busy-poll this long before sleeping on the completion channel "
-		"(default 0)\n"
-		"  -M          print the tables in Markdown\n",
-		MIN_SIZE, MAX_SIZE);
+		"(default 0);\n"
+		"              ping-pong: the server polls too, and TCP spins on non-blocking "
+		"sockets\n"
+		"  -L size     ping-pong message size (default 8, %u..%u)\n"
+		"  -M          print the tables in Markdown\n"
+		"  -K          one key=value line per measurement (client and server), with CPU "
+		"seconds\n",
+		MIN_SIZE, MAX_SIZE, LAT_MIN, MAX_SIZE);
 }
 
 static void parse_sizes(char *arg)
@@ -1621,7 +1744,7 @@ int main(int argc, char **argv)
 	opt.ops = 1u << OP_WRITE | 1u << OP_READ | 1u << OP_SEND | 1u << OP_LAT;
 	for (unsigned int i = 0; i < sizeof(def_sizes) / sizeof(def_sizes[0]); i++)
 		opt.sizes[opt.nsizes++] = def_sizes[i];
-	while ((c = getopt(argc, argv, "sca:p:ot:S:d:T:w:P:Mh")) != -1) {
+	while ((c = getopt(argc, argv, "sca:p:ot:S:d:T:w:P:L:MKh")) != -1) {
 		switch (c) {
 		case 's': opt.server = true; break;
 		case 'c': opt.client = true; break;
@@ -1634,6 +1757,18 @@ int main(int argc, char **argv)
 		case 'w': opt.window = (unsigned int)atoi(optarg); break;
 		case 'P': opt.spin_us = (unsigned int)atoi(optarg); break;
 		case 'M': opt.markdown = true; break;
+		case 'K': opt.kv = true; break;
+		case 'L': {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 10);
+
+			if (*end == 'k' || *end == 'K')
+				v <<= 10, end++;
+			if (end == optarg || *end || v < LAT_MIN || v > MAX_SIZE)
+				die("bad -L '%s' (%u..%u, suffix k)", optarg, LAT_MIN, MAX_SIZE);
+			opt.lat_size = (size_t)v;
+			break;
+		}
 		case 'T':
 			if (!strcmp(optarg, "both"))
 				opt.do_rdma = opt.do_tcp = true;

@@ -33,3 +33,5 @@ SR_TEST_PACKAGES=(ibverbs-utils rdmacm-utils perftest qperf iproute2
 	tshark procps binutils nftables libfabric1 libfabric-bin clang libclang-rt-14-dev)
 # What the demo needs on top.
 SR_DEMO_PACKAGES=(ibverbs-utils rdmacm-utils iproute2)
+# What bench/suite.sh measures against (installed by the suite itself, not by the tests).
+SR_BENCH_PACKAGES=(perftest qperf sockperf ucx-utils libfabric-bin iproute2 procps)
