@@ -874,13 +874,14 @@ static void t_dereg_cuts_write(void **s)
 }
 
 /* The QP's transmit side is stuck on a full socket in the middle of a Read Response. */
-static bool rresp_blocked(struct rq *t)
+/* A Read Response waits for the socket, with nresp responses owed in all (queued ones too). */
+static bool rresp_blocked(struct rq *t, uint32_t nresp)
 {
 	struct sr_iw_conn *c = to_sr_qp(t->e.qp)->xport;
 	bool b;
 
 	pthread_mutex_lock(&c->tx_lock);
-	b = c->tx_want_out && c->kind == SR_IW_TX_RRESP;
+	b = c->tx_want_out && c->kind == SR_IW_TX_RRESP && c->resp_count >= nresp;
 	pthread_mutex_unlock(&c->tx_lock);
 	return b;
 }
@@ -894,13 +895,13 @@ static void small_buffers(struct rq *t)
 	assert_int_equal(setsockopt(t->peer, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz)), 0);
 }
 
-static void wait_rresp_blocked(struct rq *t)
+static void wait_rresp_blocked(struct rq *t, uint32_t nresp)
 {
 	uint64_t end = now_ms() + T_WAIT_MS;
 
-	while (!rresp_blocked(t) && now_ms() < end)
+	while (!rresp_blocked(t, nresp) && now_ms() < end)
 		usleep(1000);
-	assert_true(rresp_blocked(t));
+	assert_true(rresp_blocked(t, nresp));
 }
 
 /*
@@ -928,7 +929,7 @@ static void dereg_stops_rresp(bool crc)
 	assert_non_null(mr);
 	xsend(t.peer, fp, fpdu_rreq(fp, crc, 1, 0x10, 0x9000, (uint32_t)n, mr->rkey,
 				    (uintptr_t)mem));
-	wait_rresp_blocked(&t);
+	wait_rresp_blocked(&t, 1);
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 	for (size_t i = 0; i < n; i++)
 		mem[i] ^= 0xff;
@@ -1006,7 +1007,9 @@ static void dereg_queued_rresp(bool crc)
 	l = fpdu_rreq(fp, crc, 1, 0x10, 0, (uint32_t)na, amr->rkey, (uintptr_t)a);
 	l += fpdu_rreq(fp + l, crc, 2, 0x20, 0, (uint32_t)nb, bmr->rkey, (uintptr_t)b);
 	xsend(t.peer, fp, l);
-	wait_rresp_blocked(&t);
+	/* Both requests taken (the second one's STag checked) before the deregistration:
+	 * else the second Request meets a dead STag and is refused as any bad Read. */
+	wait_rresp_blocked(&t, 2);
 	assert_int_equal(ibv_dereg_mr(bmr), 0);
 	memset(b, 0x99, nb);
 	do {
@@ -1066,7 +1069,7 @@ static void t_efault_closes(void **s)
 	assert_non_null(mr);
 	xsend(t.peer, fp, fpdu_rreq(fp, false, 1, 0x10, 0, (uint32_t)n, mr->rkey,
 				    (uintptr_t)mem));
-	wait_rresp_blocked(&t);
+	wait_rresp_blocked(&t, 1);
 	assert_int_equal(mprotect(mem, n, PROT_NONE), 0);
 	while ((ret = raw_next(&t.r, NULL, 0, T_WAIT_MS)) == 0)
 		assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_RESP);
