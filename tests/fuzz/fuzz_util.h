@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +35,28 @@ static inline uint64_t fz_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * A blocking TCP socket connected to @sa. Thousands of connections a second to one port leave
+ * old 4-tuples in TIME_WAIT; now and then the kernel picks a local port whose old tuple still
+ * is, and the connect fails: another local port does it. Only a hundred failures in a row
+ * are a finding.
+ */
+static inline int fz_connect(const struct sockaddr *sa, socklen_t len)
+{
+	for (int tries = 0;; tries++) {
+		int s = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		CHECK(s >= 0);
+		if (connect(s, sa, len) == 0)
+			return s;
+		if (tries == 100) {
+			perror("fuzz: connect to the harness's listener");
+			abort();
+		}
+		close(s);
+	}
 }
 
 /*

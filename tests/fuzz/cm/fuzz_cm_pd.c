@@ -109,9 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!ch)
 		init();
 	expect(data, size, &e);
-	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(s >= 0);
-	CHECK(connect(s, (struct sockaddr *)&laddr, sizeof(laddr)) == 0);
+	s = fz_connect((struct sockaddr *)&laddr, sizeof(laddr));
 	CHECK(fcntl(s, F_SETFL, O_NONBLOCK) == 0);
 	while (!eof) {
 		struct pollfd p[2] = { { .fd = s, .events = POLLIN | (fin ? 0 : POLLOUT) },

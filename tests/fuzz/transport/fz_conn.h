@@ -156,22 +156,7 @@ static void fz_tcp_pair(int *q, int *peer)
 	int one = 1;
 
 	CHECK(getsockname(fz_listen, (struct sockaddr *)&sa, &sl) == 0);
-	/*
-	 * Thousands of connections a second to one port leave the QP ends in TIME_WAIT; now and
-	 * then the kernel picks a local port whose old 4-tuple still is, and the connect fails.
-	 * Another local port does it.
-	 */
-	for (int tries = 0;; tries++) {
-		*peer = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		CHECK(*peer >= 0);
-		if (connect(*peer, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-			break;
-		if (tries == 100) {
-			fprintf(stderr, "fuzz: connect to the fixture's listener: %m\n");
-			abort();
-		}
-		close(*peer);
-	}
+	*peer = fz_connect((struct sockaddr *)&sa, sizeof(sa));
 	*q = accept4(fz_listen, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	CHECK(*q >= 0);
 	setsockopt(*q, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
