@@ -237,7 +237,10 @@ void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events)
 			}
 		}
 		sr_cm_request_sent(c);
+		/* the peer's application may take its time now (SR_CM_ACCEPT_TIMEOUT_MS) */
 		r = sr_engine_mod(&c->sock, EPOLLIN | EPOLLRDHUP);
+		if (!r)
+			r = sr_cm_conn_arm_timer(c, sr_cm_accept_timeout_ms());
 		if (r) {
 			sr_cm_active_fail(c, RDMA_CM_EVENT_CONNECT_ERROR, r, NULL);
 			return;
@@ -262,6 +265,11 @@ void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events)
 		break;
 	}
 	pthread_mutex_unlock(&sr_cm_lock);
+}
+
+unsigned int sr_cm_accept_timeout_ms(void)
+{
+	return sr_config_ms("SOFTRDMA_ACCEPT_TIMEOUT_MS", SR_CM_ACCEPT_TIMEOUT_MS);
 }
 
 void sr_cm_active_timeout(struct sr_cm_conn *c)
@@ -368,7 +376,9 @@ SR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 		err = sr_engine_add(&c->sock, c->phase == SR_CONN_READ_REPLY ? EPOLLIN | EPOLLRDHUP
 									 : EPOLLOUT);
 		if (!err)
-			err = sr_cm_conn_arm_timer(c, SR_CM_CONNECT_TIMEOUT_MS);
+			err = sr_cm_conn_arm_timer(c, c->phase == SR_CONN_READ_REPLY ?
+							      sr_cm_accept_timeout_ms() :
+							      SR_CM_CONNECT_TIMEOUT_MS);
 	}
 	if (err) {
 		/* reported as an event, like a failure discovered later */

@@ -129,7 +129,7 @@ static void sr_cm_passive_request(struct sr_cm_conn *c)
 	c->phase = SR_CONN_HELD;
 	sr_cm_conn_quiesce(c);
 	/* not for ever (an engine timer: no system call, no descriptor) */
-	sr_cm_conn_arm_timer(c, SR_CM_HELD_REQUEST_TIMEOUT_MS);
+	sr_cm_conn_arm_timer(c, sr_cm_accept_timeout_ms());
 
 	sr_cm_peer_evparam(id, &req, ulp, ulp_len, &p);
 	if (sr_cm_post_request(l, id, &p)) {
@@ -186,7 +186,7 @@ void sr_cm_passive_timeout(struct sr_cm_conn *c)
 }
 
 /*
- * The application held a request past SR_CM_HELD_REQUEST_TIMEOUT_MS. The kernel's iWARP CM
+ * The application held a request past sr_cm_accept_timeout_ms(). The kernel's iWARP CM
  * holds it for ever, and its initiator gives up after its own Reply timeout (UNREACHABLE);
  * we let the socket go instead of keeping it, with an MPA Reject for an initiator that still
  * waits (REJECTED). The request id gets no event, as an unanswered kernel request gets none;
@@ -206,12 +206,12 @@ void sr_cm_passive_held_timeout(struct sr_cm_conn *c)
 	}
 	if (id->busy) {
 		/* rdma_accept/rdma_reject is working on it right now: it decides */
-		sr_cm_conn_arm_timer(c, SR_CM_HELD_REQUEST_TIMEOUT_MS);
+		sr_cm_conn_arm_timer(c, sr_cm_accept_timeout_ms());
 		pthread_mutex_unlock(&sr_cm_lock);
 		return;
 	}
-	sr_dbg("request id %p not answered in %d ms: rejecting it", (void *)id,
-	       SR_CM_HELD_REQUEST_TIMEOUT_MS);
+	sr_dbg("request id %p not answered in %u ms: rejecting it", (void *)id,
+	       sr_cm_accept_timeout_ms());
 	peer = id->peer;
 	sr_cm_passive_drop(c, &peer); /* unlocks */
 }

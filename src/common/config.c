@@ -24,6 +24,10 @@ static const struct sr_tunable sr_tunables[] = {
 	  "list of read, write, send (or all); the responder picks one of them. Only the "
 	  "zero-length Read is answered, so only with it does the initiator learn when the "
 	  "peer is ready; an invalid list offers read." },
+	{ "SOFTRDMA_ACCEPT_TIMEOUT_MS", "60000",
+	  "How long an initiator whose MPA Request is out waits for the Reply, and how long a "
+	  "connect request may wait for the application's rdma_accept or rdma_reject; 1 to "
+	  "600000." },
 	{ "SOFTRDMA_CLOSE_TIMEOUT_MS", "3000",
 	  "How long rdma_disconnect's orderly close (queued sends, FIN, the peer's FIN) may take "
 	  "before the stream is aborted; 1 to 600000." },
@@ -55,6 +59,13 @@ long sr_config_long(const char *name)
 	const char *v = sr_config_str(name);
 
 	return v && *v ? strtol(v, NULL, 0) : 0;
+}
+
+unsigned int sr_config_ms(const char *name, unsigned int def)
+{
+	long v = sr_config_long(name);
+
+	return v >= 1 && v <= 600000 ? (unsigned int)v : def;
 }
 
 bool sr_config_bool(const char *name)

@@ -19,6 +19,8 @@ struct sr_tunable {
 const char *sr_config_str(const char *name);
 long sr_config_long(const char *name);
 bool sr_config_bool(const char *name);
+/* A bound in milliseconds: the tunable when it is 1 to 600000, else def. */
+unsigned int sr_config_ms(const char *name, unsigned int def);
 
 /* Iterate the table (for `softrdma config` and docs). */
 const struct sr_tunable *sr_config_table(unsigned int *count);

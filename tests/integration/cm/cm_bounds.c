@@ -5,7 +5,8 @@
  *  - disconnect_bound: a synchronous rdma_disconnect against a raw peer that keeps its
  *    socket open (never sends its FIN) returns at the close bound, and the peer is reset;
  *  - held_request: a connect request the application never answers is rejected on the wire
- *    at SR_CM_HELD_REQUEST_TIMEOUT_MS (10 s); no local event; accept/reject: ECONNRESET;
+ *    at SOFTRDMA_ACCEPT_TIMEOUT_MS (the test sets it to 10 s); no local event;
+ *    accept/reject: ECONNRESET;
  *  - rnr_retry: the counts given to rdma_connect and rdma_accept are the QPs' rnr_retry, and
  *    a Send posted before the peer's receive then completes instead of breaking the stream.
  * Usage: cm_bounds <test> [address]; exit 0 = pass, 77 = skip.
@@ -19,7 +20,6 @@
 #include "cm_test.h"
 
 #define CLOSE_BOUND_MS 3000 /* SOFTRDMA_CLOSE_TIMEOUT_MS's default */
-#define HELD_BOUND_MS 10000 /* SR_CM_HELD_REQUEST_TIMEOUT_MS */
 #define SAFETY_S 40         /* far beyond every bound: a wait that never ends */
 
 static long mono_ms(void)
@@ -138,7 +138,7 @@ static int t_held_request(void)
 	/* the application sits on it: the peer gets an MPA Reject, then our FIN */
 	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
 	CT_CHECK(poll(&pfd, 1, SAFETY_S * 1000) == 1);
-	CT_CHECK(mono_ms() - t0 >= HELD_BOUND_MS - 1);
+	CT_CHECK(mono_ms() - t0 >= ct_accept_bound_ms() - 1);
 	CT_CHECK(recv(fd, buf, 20, MSG_WAITALL) == 20);
 	CT_CHECK(memcmp(buf, "MPA ID Rep Frame", 16) == 0 && (buf[16] & 0x20)); /* R: reject */
 	CT_CHECK(recv(fd, buf, 1, 0) == 0);

@@ -131,6 +131,18 @@ struct ct_test {
 };
 /* argv: <test> [address [port ...]]: sets ip and ct_port, skips (77) where ::1 is unusable, runs the test. */
 int ct_main(int argc, char **argv, const struct ct_test *tests, size_t n);
+/*
+ * The initiator's wait for its MPA Reply and the passive side's for the application's answer
+ * (SOFTRDMA_ACCEPT_TIMEOUT_MS, whose default is 60 s): the tests that run into it set it
+ * lower in their environment to stay short.
+ */
+static inline long ct_accept_bound_ms(void)
+{
+	const char *v = getenv("SOFTRDMA_ACCEPT_TIMEOUT_MS");
+	long ms = v ? strtol(v, NULL, 0) : 0;
+
+	return ms >= 1 && ms <= 600000 ? ms : 60000;
+}
 /* The process's TCP socket whose ends are the id's local and peer addresses, or -1. */
 int ct_conn_fd(struct rdma_cm_id *id);
 
