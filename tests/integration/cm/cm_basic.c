@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/tcp_wait.h"
 #include "cm_test.h"
 
 static int t_connect(void)
@@ -448,22 +449,16 @@ static int t_timeout(void)
  */
 static bool reset_after_fin(int fd)
 {
-	struct tcp_info ti = { 0 };
-	socklen_t len;
+	socklen_t len = sizeof(int);
+	bool closed;
 	int err = 0;
 
 	if (send(fd, "late bytes after the FIN", 24, MSG_NOSIGNAL) != 24)
 		return true;
 	shutdown(fd, SHUT_WR);
-	for (int i = 0; i < 20000; i++) {
-		len = sizeof(ti);
-		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) || ti.tcpi_state == TCP_CLOSE)
-			break;
-		usleep(500);
-	}
-	len = sizeof(err);
+	closed = tcp_reaches(fd, TCP_CLOSE, 10000);
 	getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-	return ti.tcpi_state != TCP_CLOSE || err != 0;
+	return !closed || err != 0;
 }
 
 /*

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/tcp_wait.h"
 #include "cm_test.h"
 
 #define CLOSE_BOUND_MS 3000 /* SOFTRDMA_CLOSE_TIMEOUT_MS's default */
@@ -38,23 +39,6 @@ static void on_alarm(int sig)
 	if (write(2, msg, sizeof(msg) - 1) < 0)
 		_exit(2);
 	_exit(1);
-}
-
-/* The raw peer's socket reached `state` (TCP_CLOSE after our reset), within the safety. */
-static bool raw_reaches(int fd, int state)
-{
-	long end = mono_ms() + SAFETY_S * 1000L;
-
-	do {
-		struct tcp_info ti = { 0 };
-		socklen_t len = sizeof(ti);
-
-		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
-		    ti.tcpi_state == state)
-			return true;
-		usleep(1000);
-	} while (mono_ms() < end);
-	return false;
 }
 
 /* An id with a QP of its own (library CQs) resolved to the raw listener on port. */
@@ -104,7 +88,7 @@ static int t_disconnect_bound(void)
 	alarm(0);
 	fprintf(stderr, "  rdma_disconnect returned after %ld ms\n", took);
 	CT_CHECK(took >= CLOSE_BOUND_MS - 1); /* the orderly close was given its time */
-	CT_CHECK(raw_reaches(fd, TCP_CLOSE)); /* then aborted: a reset */
+	CT_CHECK(tcp_reaches(fd, TCP_CLOSE, SAFETY_S * 1000L)); /* then aborted: a reset */
 	rdma_destroy_qp(c);
 	CT_CHECK(rdma_destroy_id(c) == 0);
 	close(fd);

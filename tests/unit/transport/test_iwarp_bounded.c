@@ -7,6 +7,7 @@
  * process's other connections while the Terminate waits for room, and the Terminate still
  * goes out once there is), and a peer-to-peer initiator that never sends its RTR.
  */
+#include "../../common/tcp_wait.h"
 #include "xport_helpers.h"
 
 #define BIG (16u << 20) /* far more than the small socket buffers below hold */
@@ -103,23 +104,6 @@ static void provoke_terminate(struct rq *t)
 	xsend(t->peer, fp, n);
 }
 
-/* The peer's socket reached `state` (TCP_CLOSE: it got our reset). */
-static bool peer_reaches(int fd, int state)
-{
-	uint64_t end = now_ms() + T_WAIT_MS;
-
-	do {
-		struct tcp_info ti = { 0 };
-		socklen_t len = sizeof(ti);
-
-		if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
-		    ti.tcpi_state == state)
-			return true;
-		usleep(1000);
-	} while (now_ms() < end);
-	return false;
-}
-
 /*
  * Our FIN went out, the peer keeps its socket open for ever: the close gives up at the bound
  * (not before), the QP is flushed, and the peer gets a reset.
@@ -140,7 +124,7 @@ static void t_close_peer_keeps_open(void **s)
 	assert_true(now_ms() - t0 >= SR_IW_CLOSE_TIMEOUT_MS - 1);
 	wait_wc(t.e.rcq, &wc, 1);
 	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
-	assert_true(peer_reaches(t.peer, TCP_CLOSE));
+	assert_true(tcp_reaches(t.peer, TCP_CLOSE, T_WAIT_MS));
 	rq_down(&t);
 }
 
@@ -157,7 +141,7 @@ static void t_close_peer_holds_queue(void **s)
 	full_up(&f);
 	disconnect(&f.t.e);
 	assert_int_equal(wait_closed(&f.t.e), -ETIMEDOUT);
-	assert_true(peer_reaches(f.t.peer, TCP_CLOSE));
+	assert_true(tcp_reaches(f.t.peer, TCP_CLOSE, T_WAIT_MS));
 	full_down(&f);
 }
 
@@ -246,7 +230,7 @@ static void t_terminate_bound(void **s)
 	full_up(&f);
 	provoke_terminate(&f.t);
 	assert_int_equal(wait_closed(&f.t.e), -ECONNABORTED);
-	assert_true(peer_reaches(f.t.peer, TCP_CLOSE)); /* aborted: a reset */
+	assert_true(tcp_reaches(f.t.peer, TCP_CLOSE, T_WAIT_MS)); /* aborted: a reset */
 	full_down(&f);
 }
 
