@@ -6,6 +6,7 @@
  * call). Non-blocking: when the socket
  * is full the engine resumes on EPOLLOUT.
  */
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -20,6 +21,48 @@
 
 /* Work done per call before yielding, so one connection cannot starve the others. */
 #define SR_IW_TX_BUDGET 256
+
+#ifndef NDEBUG
+/* The transitions of enum sr_iw_tx_end (iwarp.h), one row per state. */
+static bool sr_iw_tx_end_legal(enum sr_iw_tx_end from, enum sr_iw_tx_end to)
+{
+	if (to == SR_IW_TXE_DEAD)
+		return true;
+	switch (from) {
+	case SR_IW_TXE_OPEN:
+		return to == SR_IW_TXE_FIN_QUEUED || to == SR_IW_TXE_FIN_SENT ||
+		       to == SR_IW_TXE_TERM_QUEUED;
+	case SR_IW_TXE_FIN_QUEUED:
+		return to == SR_IW_TXE_FIN_SENT || to == SR_IW_TXE_TERM_QUEUED;
+	case SR_IW_TXE_TERM_QUEUED:
+		return to == SR_IW_TXE_TERM_SENT || to == SR_IW_TXE_FIN_SENT;
+	case SR_IW_TXE_TERM_SENT:
+		return to == SR_IW_TXE_TERM_FIN;
+	default:
+		return false;
+	}
+}
+#endif
+
+void sr_iw_tx_end_set(struct sr_iw_conn *c, enum sr_iw_tx_end to)
+{
+	assert(sr_iw_tx_end_legal(c->tx_end, to));
+	c->tx_end = to;
+}
+
+void sr_iw_tx_kill_locked(struct sr_iw_conn *c)
+{
+	sr_iw_tx_end_set(c, SR_IW_TXE_DEAD);
+}
+
+void sr_iw_tx_fin_locked(struct sr_iw_conn *c)
+{
+	shutdown(c->fd, SHUT_WR);
+	if (c->tx_end == SR_IW_TXE_TERM_SENT)
+		sr_iw_tx_end_set(c, SR_IW_TXE_TERM_FIN);
+	else if (c->tx_end != SR_IW_TXE_DEAD)
+		sr_iw_tx_end_set(c, SR_IW_TXE_FIN_SENT);
+}
 
 /*
  * FPDUs follow the connection's current MSS, which shrinks when the path MTU does. It is read
@@ -204,14 +247,15 @@ static void sr_iw_term_locked(struct sr_iw_conn *c, const struct sr_term_info *t
 {
 	ssize_t n;
 
-	if (c->tx_dead || c->tx_term_pending)
+	/* Once a FIN or a Terminate is on its way nothing can follow it. */
+	if (c->tx_end != SR_IW_TXE_OPEN && c->tx_end != SR_IW_TXE_FIN_QUEUED)
 		return;
 	n = sr_term_build(c->term_buf, sizeof(c->term_buf), t, 1, c->mpa.crc);
 	if (n <= 0)
 		return;
 	c->term_len = (int)n;
-	/* It overtakes every held FPDU, but never our RTR (sr_iw_next_fpdu). */
-	c->tx_term_pending = true;
+	/* It overtakes every held FPDU, but never our RTR (sr_iw_tx_pick). */
+	sr_iw_tx_end_set(c, SR_IW_TXE_TERM_QUEUED);
 }
 
 static void sr_iw_wqe_fail(struct sr_iw_conn *c, enum ibv_wc_status st)
@@ -275,7 +319,7 @@ static void sr_iw_msg_revoked(struct sr_iw_conn *c)
 	c->fp_data = false;
 	c->seg_last_sent = false;
 	if (!boundary)
-		c->tx_dead = true; /* nothing more, not even a Terminate */
+		sr_iw_tx_kill_locked(c); /* nothing more, not even a Terminate */
 	if (c->kind == SR_IW_TX_RRESP) {
 		sr_iw_rresp_pop(c);
 		sr_term_info_init(&t, SR_IW_ERR_RDMAP_STAG, NULL, 0, 0);
@@ -435,15 +479,13 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 		}
 		return true;
 	}
-	if (c->tx_term_pending) {
+	if (c->tx_end == SR_IW_TXE_TERM_QUEUED) {
 		/* term_buf stays untouched from here on: a Terminate is queued once */
 		c->fp->iov[0].iov_base = c->term_buf;
 		c->fp->iov[0].iov_len = (size_t)c->term_len;
 		c->fp_iovcnt = 1;
 		c->fp_busy = true;
-		c->tx_term_pending = false;
-		c->tx_term_sent = true;
-		c->tx_dead = true; /* a Terminate is the last FPDU of a stream */
+		sr_iw_tx_end_set(c, SR_IW_TXE_TERM_SENT); /* the last FPDU of a stream */
 		return true;
 	}
 	if (c->tx_gate != SR_IW_GATE_OPEN)
@@ -483,13 +525,11 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 		if (c->fp_busy)
 			return true;
 		/* the WQE failed locally and completed: its Terminate ends the stream */
-		if (c->tx_term_pending)
+		if (c->tx_end == SR_IW_TXE_TERM_QUEUED)
 			return sr_iw_next_fpdu(c);
 	}
-	if (c->tx_fin_pending && !c->tx_fin_sent && !c->rreq_count) {
-		c->tx_fin_sent = true;
-		shutdown(c->fd, SHUT_WR);
-	}
+	if (c->tx_end == SR_IW_TXE_FIN_QUEUED && !c->rreq_count)
+		sr_iw_tx_fin_locked(c);
 	return false;
 }
 
@@ -500,7 +540,7 @@ static bool sr_iw_batch_get(struct sr_iw_conn *c)
 		c->fp = malloc(sizeof(*c->fp));
 		if (!c->fp) {
 			sr_err("qp %u: no memory to transmit: ending the stream", c->qp->ibqp.qp_num);
-			c->tx_dead = true;
+			sr_iw_tx_kill_locked(c);
 			sr_iw_fail_stream(c);
 			return false;
 		}
@@ -520,12 +560,11 @@ void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 			 * initiator waiting for its peer to get ready sends its queue first: the
 			 * wait is bounded.)
 			 */
-			if (c->tx_gate == SR_IW_GATE_PEER_FIRST && c->tx_fin_pending &&
-			    !c->tx_fin_sent && !c->tx_dead) {
-				c->tx_fin_sent = true;
-				shutdown(c->fd, SHUT_WR);
-			}
-			if (c->tx_dead || !sr_iw_batch_get(c) || !sr_iw_next_fpdu(c)) {
+			if (c->tx_gate == SR_IW_GATE_PEER_FIRST &&
+			    c->tx_end == SR_IW_TXE_FIN_QUEUED)
+				sr_iw_tx_fin_locked(c);
+			if (sr_iw_tx_ended(c) || c->tx_end == SR_IW_TXE_FIN_SENT ||
+			    !sr_iw_batch_get(c) || !sr_iw_next_fpdu(c)) {
 				/* nothing (more) for the socket: an idle connection holds no batch */
 				free(c->fp);
 				c->fp = NULL;
@@ -544,7 +583,9 @@ void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 		}
 		if (r < 0) {
 			sr_dbg("qp %u: send: %s", c->qp->ibqp.qp_num, strerror(-r));
-			c->tx_dead = true;
+			/* A failed Terminate stays TERM_SENT: the stream still ended with one. */
+			if (c->tx_end != SR_IW_TXE_TERM_SENT)
+				sr_iw_tx_kill_locked(c);
 			c->fp_busy = false;
 			/*
 			 * A reset or a broken pipe reaches the receive side too, which closes
@@ -557,10 +598,9 @@ void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 			return;
 		}
 		c->tx_first_out = true; /* an initiator's first batch is its RTR */
-		if (c->tx_term_sent && !c->tx_fin_sent) {
+		if (c->tx_end == SR_IW_TXE_TERM_SENT) {
 			/* The Terminate is out and is the last FPDU: the FIN follows it. */
-			c->tx_fin_sent = true;
-			shutdown(c->fd, SHUT_WR);
+			sr_iw_tx_fin_locked(c);
 			continue;
 		}
 		if (c->seg_last_sent && c->kind != SR_IW_TX_IDLE) {
