@@ -520,13 +520,16 @@ static const struct sr_xport_ops sr_iw_xops = {
 	.rq_kick = sr_iw_rx_kick,
 };
 
-static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_iwarp_attach_params *p)
+static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_xport_attach *a)
 {
+	const struct sr_iwarp_attach_params *p = &a->u.iwarp;
 	struct sr_qp *qp = to_sr_qp(ibqp);
 	unsigned int ready_ms = p->ready_ms;
 	struct sr_iw_conn *c;
 	int one = 1, fl, err;
 
+	if (a->kind != SR_XPORT_IWARP)
+		return -EINVAL;
 	if (qp->xport)
 		return -EBUSY;
 	c = calloc(1, sizeof(*c));
@@ -536,7 +539,7 @@ static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_iwarp_attach_params
 	c->fd = p->fd;
 	c->initiator = p->initiator;
 	c->mpa = p->mpa;
-	c->cb = p->cb;
+	c->cb = a->cb;
 	c->close_t.cb = sr_iw_close_expired;
 	pthread_mutex_init(&c->tx_lock, NULL);
 	sr_fpdu_rx_init(&c->rx, p->mpa.crc);
@@ -611,8 +614,14 @@ static void sr_iw_disconnect(struct ibv_qp *ibqp)
 		sr_iw_fail_stream(c); /* no timer to bound the wait: end it now */
 }
 
-const struct sr_priv_ops sr_priv_ops_iwarp = {
-	.iwarp_attach = sr_iw_attach,
-	.iwarp_disconnect = sr_iw_disconnect,
-	.qp_by_num = sr_qp_by_num,
-};
+/* Registered at load, before any thread: devices of kind SR_XPORT_IWARP use it. */
+__attribute__((constructor)) static void sr_iw_register(void)
+{
+	static const struct sr_xport_desc d = {
+		.kind = SR_XPORT_IWARP,
+		.attach = sr_iw_attach,
+		.disconnect = sr_iw_disconnect,
+	};
+
+	sr_xport_register(&d);
+}
