@@ -51,11 +51,12 @@
 
 /*
  * What librdmacm expects from libibverbs' private ops (verbs/sr_verbs.h, struct
- * sr_priv_ops): iwarp_attach, iwarp_disconnect, and
+ * sr_priv_ops): attach (given an SR_XPORT_IWARP struct sr_xport_attach: this CM speaks
+ * MPA), disconnect, and
  *	struct ibv_qp *(*qp_by_num)(struct ibv_context *, uint32_t qpn);
  * for rdma_accept()/rdma_establish() on QPs the application created with ibv_create_qp
- * (conn_param->qp_num). Each may be NULL while the transport is being written: a missing
- * iwarp_attach fails the connection (CONNECT_ERROR); a missing qp_by_num makes a non-zero
+ * (conn_param->qp_num). Each may be NULL when the device's transport is not linked in: a
+ * missing attach fails the connection (CONNECT_ERROR); a missing qp_by_num makes a non-zero
  * qp_num unusable (EINVAL). qp_num 0 with no QP on the id means "no QP at all": the CM then
  * keeps the socket itself (a QP-less connection, used by tests and by apps that only want
  * the handshake), reporting DISCONNECTED when either side ends it.

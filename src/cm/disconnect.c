@@ -62,8 +62,8 @@ SR_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		qp = sr_cm_link_live_qp(s);
 		/* graceful: queued sends finish, then FIN; the closed callback follows */
 		ops = qp ? sr_cm_priv_ops(qp->context) : NULL;
-		if (ops && ops->iwarp_disconnect)
-			ops->iwarp_disconnect(qp);
+		if (ops && ops->disconnect)
+			ops->disconnect(qp);
 		else if (qp)
 			sr_cm_qp_to_err(qp);
 		sr_cm_id_unhold(s);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The hand-over of an established stream to its QP's transport (priv_ops->iwarp_attach),
+ * The hand-over of an established stream to its QP's transport (priv_ops->attach),
  * the link that outlives the id for the transport's closed callback, and QP-less
  * connections, whose socket the CM keeps (stream.c watches it).
  */
@@ -27,7 +27,7 @@ struct sr_cm_link {
 	struct ibv_context *verbs; /* qp->context and qp->qp_num, readable after qp is gone */
 	uint32_t qpn;
 	int refs;
-	bool attaching;        /* iwarp_attach() has not returned yet */
+	bool attaching;        /* priv_ops->attach() has not returned yet */
 	bool closed;           /* the closed callback ran */
 };
 
@@ -144,7 +144,7 @@ struct ibv_qp *sr_cm_link_live_qp(struct sr_cm_id *id)
 int sr_cm_start_stream(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
 		       bool report_est, const struct sr_cm_evparam *est)
 {
-	struct sr_iwarp_attach_params params;
+	struct sr_xport_attach params;
 	const struct sr_priv_ops *ops;
 	struct sr_cm_link *l;
 	struct sr_cm_conn *c;
@@ -197,20 +197,23 @@ int sr_cm_start_stream(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
 	c->sock.fd = -1;
 	sr_cm_conn_destroy(c);
 
+	/* This CM sets up iWARP streams: a device carrying its QPs otherwise refuses them. */
 	memset(&params, 0, sizeof(params));
-	params.fd = fd;
-	params.initiator = initiator;
-	params.tuned = true; /* port_space.c made every CM socket so (accepted ones inherit) */
-	params.mpa = id->mpa;
+	params.kind = SR_XPORT_IWARP;
+	params.u.iwarp.fd = fd;
+	params.u.iwarp.initiator = initiator;
+	/* port_space.c made every CM socket so (accepted ones inherit) */
+	params.u.iwarp.tuned = true;
+	params.u.iwarp.mpa = id->mpa;
 	params.cb.arg = l;
 	params.cb.closed = sr_cm_link_closed;
 	ops = sr_cm_priv_ops(qp->context);
-	err = ops && ops->iwarp_attach ? ops->iwarp_attach(qp, &params) : -EOPNOTSUPP;
+	err = ops && ops->attach ? ops->attach(qp, &params) : -EOPNOTSUPP;
 
 	pthread_mutex_lock(&sr_cm_lock);
 	l->attaching = false;
 	if (err) {
-		sr_err("iwarp_attach: %d", err);
+		sr_err("transport attach: %d", err);
 		if (id->link == l) {
 			/* the id's reference, unless destroy took it already */
 			id->link = NULL;

@@ -457,7 +457,7 @@ SR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_pa
 		if (!qp)
 			return sr_cm_fail(EINVAL);
 	}
-	if (qp && (!ops || !ops->iwarp_attach))
+	if (qp && (!ops || !ops->attach))
 		return sr_cm_fail(EOPNOTSUPP);
 
 	pthread_mutex_lock(&sr_cm_lock);

@@ -159,6 +159,72 @@ enum sr_iw_rx_state {
  */
 #define SR_IW_FIRST_FPDU_TIMEOUT_MS 10000
 
+/*
+ * How the transmit direction ends (tx_end, under tx_lock). Transitions, all through
+ * sr_iw_tx_end_set() (iwarp_tx.c), which asserts them in debug builds:
+ *
+ *   from \ to     FIN_QUEUED  FIN_SENT  TERM_QUEUED  TERM_SENT  TERM_FIN  DEAD
+ *   OPEN           disconnect  peer FIN  error found      -         -      any
+ *   FIN_QUEUED         -       drained,  error found      -         -      any
+ *                                 peer FIN
+ *   FIN_SENT           -          -          -            -         -      any
+ *   TERM_QUEUED        -       peer FIN      -         its turn     -      any
+ *   TERM_SENT          -          -          -            -      written,  any
+ *                                                                 peer FIN
+ *   TERM_FIN           -          -          -            -         -      any
+ *   DEAD               -          -          -            -         -      (stays)
+ *
+ * "drained": the send queue and the Read Responses owed are done and no Read of ours is
+ * outstanding (or the responder never got the first FPDU, when nothing may be sent at all).
+ * "any": the socket failed, a source region vanished inside an FPDU, the peer's Terminate
+ * arrived, a bound ran out, the stream closes. New FPDUs are built only in OPEN, FIN_QUEUED
+ * and TERM_QUEUED (then only the Terminate); the batch being written is finished in any
+ * state but DEAD. A FIN is sent once: in FIN_SENT and TERM_FIN it is out; DEAD answers a
+ * peer's FIN with one more shutdown (harmless) as the stream closes anyway.
+ */
+enum sr_iw_tx_end {
+	SR_IW_TXE_OPEN,
+	SR_IW_TXE_FIN_QUEUED,  /* orderly close asked: our FIN follows the queue */
+	SR_IW_TXE_FIN_SENT,    /* our FIN is in the socket: nothing more enters it */
+	SR_IW_TXE_TERM_QUEUED, /* a Terminate overtakes all not yet started (not the RTR) */
+	SR_IW_TXE_TERM_SENT,   /* the Terminate is in the batch: the stream's last FPDU */
+	SR_IW_TXE_TERM_FIN,    /* the Terminate is in the socket, our FIN behind it */
+	SR_IW_TXE_DEAD,        /* socket failed or closing: nothing enters it */
+};
+
+/*
+ * The connection's life (life, under sr_iw_fd_lock; the engine thread and a detach that has
+ * stopped it read it without):
+ *
+ *   LIVE --sr_iw_conn_close--> CLOSING --cb.closed returned--> CLOSED --detach--> freed
+ *                                 |
+ *                                 +--detach from inside cb.closed--> CLOSING_FREE --> freed
+ *   LIVE --detach (QP destroyed or reset)--> closed without flush or callback --> freed
+ */
+enum sr_iw_life {
+	SR_IW_LIFE_LIVE,
+	SR_IW_LIFE_CLOSING,      /* sr_iw_conn_close() runs: socket going, cb.closed may run */
+	SR_IW_LIFE_CLOSING_FREE, /* ... and the QP was destroyed inside cb.closed: the close
+				  * frees the connection when the callback returns */
+	SR_IW_LIFE_CLOSED,       /* stream over, callback done; freed at detach */
+};
+
+/*
+ * Who asked the stream to end (end_ask, under sr_iw_fd_lock). A disconnect asks for an
+ * orderly close; an abort (QP to ERR, a bound ran out, a local failure) cuts the stream, so
+ * the EOF or reset that follows is not the orderly end. Both may happen, in either order:
+ * a cut after a disconnect still closes without a fatal async event.
+ *
+ *   NONE -disconnect-> ASKED -abort-> ASKED_CUT
+ *   NONE -abort-> CUT -disconnect-> ASKED_CUT
+ */
+enum sr_iw_end_ask {
+	SR_IW_ASK_NONE,
+	SR_IW_ASK_DISCONNECT,
+	SR_IW_ASK_CUT,
+	SR_IW_ASK_DISCONNECT_CUT,
+};
+
 struct sr_iw_conn {
 	struct sr_qp *qp;
 	int fd;
@@ -170,13 +236,10 @@ struct sr_iw_conn {
 	pthread_mutex_t tx_lock;     /* everything under "tx" below */
 	/* tx */
 	enum sr_iw_tx_gate tx_gate;
-	bool tx_want_out;            /* EPOLLOUT armed */
-	bool tx_term_pending;        /* Terminate queued; nothing else follows it */
-	bool tx_fin_pending;         /* orderly close asked: FIN once the SQ is drained */
-	bool tx_fin_sent;
-	bool tx_dead;                /* socket closed or failed */
-	bool tx_term_sent;           /* we ended the stream with a Terminate: not an orderly close */
-	bool tx_first_out;           /* a first FPDU (an initiator's RTR) is wholly in the socket */
+	bool tx_want_out;            /* EPOLLOUT armed (what the engine was told, not state) */
+	enum sr_iw_tx_end tx_end;    /* how the transmit direction ends (table above) */
+	bool tx_first_out;           /* one-way milestone: a first batch (an initiator's RTR)
+				      * is wholly in the socket; only an abort reads it */
 	uint32_t mulpdu;
 	uint32_t mss_age;
 	uint32_t send_msn, rreq_msn; /* last used, per queue (first is 1) */
@@ -240,18 +303,27 @@ struct sr_iw_conn {
 	uint8_t rx_la[SR_FPDU_TRAILER_MAX + SR_FPDU_HDR_MIN];
 	uint8_t rx_la_pos, rx_la_len;
 
-	bool closed;                  /* cb.closed has been called */
+	/* Written under sr_iw_fd_lock (iwarp_conn.c), which any thread may take. */
+	enum sr_iw_life life;
+	enum sr_iw_end_ask end_ask;
 	int close_err;
-	bool disconnecting;
-	bool aborted;                 /* xops->abort: the close that follows is not orderly
-				       * (under sr_iw_fd_lock, abort may run on any thread) */
-	bool detaching;               /* the QP is being destroyed or reset */
-	bool closing;                 /* sr_iw_conn_close() running (under sr_iw_fd_lock) */
-	bool free_on_close;           /* detached from inside cb.closed: close frees c */
 };
 
 /* iwarp_tx.c */
 void sr_iw_tx_progress(struct sr_iw_conn *c);        /* takes tx_lock */
+/* tx_lock held: move tx_end (asserts the table above in debug builds). */
+void sr_iw_tx_end_set(struct sr_iw_conn *c, enum sr_iw_tx_end to);
+/* tx_lock held: nothing more enters the socket, not even a FIN (the stream is closing). */
+void sr_iw_tx_kill_locked(struct sr_iw_conn *c);
+/* tx_lock held: our FIN now (shutdown SHUT_WR), behind whatever is in the socket. */
+void sr_iw_tx_fin_locked(struct sr_iw_conn *c);
+/* tx_lock held: nothing but the batch being written goes out any more (a Terminate is the
+ * last FPDU, or the socket is dead); an orderly FIN may still follow the queue otherwise. */
+static inline bool sr_iw_tx_ended(const struct sr_iw_conn *c)
+{
+	return c->tx_end == SR_IW_TXE_TERM_SENT || c->tx_end == SR_IW_TXE_TERM_FIN ||
+	       c->tx_end == SR_IW_TXE_DEAD;
+}
 void sr_iw_tx_progress_locked(struct sr_iw_conn *c);
 void sr_iw_queue_terminate(struct sr_iw_conn *c, const struct sr_term_info *t);
 /* The peer showed it is ready (first segment in, or the ready timer): let queued FPDUs
@@ -276,6 +348,8 @@ void sr_iw_rx_kick(struct sr_qp *qp);
 /* iwarp_conn.c: end the stream abortively (the engine then closes it); any thread, also
  * under tx_lock. */
 void sr_iw_fail_stream(struct sr_iw_conn *c);
+/* iwarp_conn.c: whether the application asked for an orderly close (any thread). */
+bool sr_iw_disconnect_asked(struct sr_iw_conn *c);
 /* iwarp_conn.c: the stream is over (err 0 = orderly). Engine thread or detach only. */
 void sr_iw_conn_close(struct sr_iw_conn *c, int err);
 /* Arm or disarm interest in writability (tx_lock held). */

@@ -3,6 +3,7 @@
  * Life cycle of an iWARP stream on a QP: attach after the MPA exchange, orderly disconnect,
  * abort, close, detach. Also the private ops librdmacm calls through the context.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sockios.h>
@@ -27,9 +28,55 @@ static pthread_mutex_t sr_iw_fd_lock = PTHREAD_MUTEX_INITIALIZER;
 /*
  * A close on the engine thread unregisters the handler itself, so a later sr_engine_del()
  * in detach no longer waits for that callback. detach waits on this (with sr_iw_fd_lock)
- * until c->closing drops instead.
+ * until c->life leaves CLOSING instead.
  */
 static pthread_cond_t sr_iw_close_cv = PTHREAD_COND_INITIALIZER;
+
+/* sr_iw_fd_lock held: move c->life along enum sr_iw_life (iwarp.h). */
+static void sr_iw_life_set_locked(struct sr_iw_conn *c, enum sr_iw_life to)
+{
+	assert((c->life == SR_IW_LIFE_LIVE && to == SR_IW_LIFE_CLOSING) ||
+	       (c->life == SR_IW_LIFE_CLOSING &&
+		(to == SR_IW_LIFE_CLOSING_FREE || to == SR_IW_LIFE_CLOSED)) ||
+	       (c->life == SR_IW_LIFE_CLOSING_FREE && to == SR_IW_LIFE_CLOSED));
+	c->life = to;
+}
+
+/* sr_iw_fd_lock held: record a disconnect or a cut (enum sr_iw_end_ask, iwarp.h). */
+static void sr_iw_ask_end_locked(struct sr_iw_conn *c, bool cut)
+{
+	static const enum sr_iw_end_ask next[][2] = {
+		/*                            disconnect                cut */
+		[SR_IW_ASK_NONE] = { SR_IW_ASK_DISCONNECT, SR_IW_ASK_CUT },
+		[SR_IW_ASK_DISCONNECT] = { SR_IW_ASK_DISCONNECT, SR_IW_ASK_DISCONNECT_CUT },
+		[SR_IW_ASK_CUT] = { SR_IW_ASK_DISCONNECT_CUT, SR_IW_ASK_CUT },
+		[SR_IW_ASK_DISCONNECT_CUT] = { SR_IW_ASK_DISCONNECT_CUT, SR_IW_ASK_DISCONNECT_CUT },
+	};
+
+	c->end_ask = next[c->end_ask][cut];
+}
+
+/* sr_iw_fd_lock held: whether the stream was cut (its end is not orderly). */
+static bool sr_iw_cut_locked(const struct sr_iw_conn *c)
+{
+	return c->end_ask == SR_IW_ASK_CUT || c->end_ask == SR_IW_ASK_DISCONNECT_CUT;
+}
+
+/* sr_iw_fd_lock held: whether the application asked for the end (rdma_disconnect). */
+static bool sr_iw_disconnect_asked_locked(const struct sr_iw_conn *c)
+{
+	return c->end_ask == SR_IW_ASK_DISCONNECT || c->end_ask == SR_IW_ASK_DISCONNECT_CUT;
+}
+
+bool sr_iw_disconnect_asked(struct sr_iw_conn *c)
+{
+	bool asked;
+
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	asked = sr_iw_disconnect_asked_locked(c);
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+	return asked;
+}
 
 static void sr_iw_conn_free(struct sr_iw_conn *c)
 {
@@ -91,7 +138,7 @@ static int sr_iw_ready_timer_start(struct sr_iw_conn *c, unsigned int ms)
 	return sr_engine_timer_arm(&c->ready_t, ms);
 }
 
-static void sr_iw_release_pending(struct sr_iw_conn *c)
+static void sr_iw_release_pending(struct sr_iw_conn *c, bool detaching)
 {
 	/* References held for messages that will now never finish. */
 	pthread_mutex_lock(&c->tx_lock);
@@ -111,14 +158,14 @@ static void sr_iw_release_pending(struct sr_iw_conn *c)
 		c->rreq_head = (c->rreq_head + 1) % c->rreq_cap;
 		c->rreq_count--;
 	}
-	c->tx_dead = true;
+	sr_iw_tx_kill_locked(c);
 	c->fp_busy = false;
 	pthread_mutex_unlock(&c->tx_lock);
 	if (c->rx_rwqe) {
 		/* A receive half filled: flushed like the rest, or just dropped when the QP is
 		 * going away (detach). */
 		sr_iw_buf_release(&c->rx_rbuf);
-		if (c->detaching)
+		if (detaching)
 			sr_rq_release(c->rx_rwqe);
 		else
 			sr_rq_complete(c->qp, c->rx_rwqe, IBV_WC_WR_FLUSH_ERR, 0, 0, 0, false);
@@ -130,34 +177,39 @@ static void sr_iw_release_pending(struct sr_iw_conn *c)
 	}
 }
 
-void sr_iw_conn_close(struct sr_iw_conn *c, int err)
+/*
+ * The stream is over. detaching: the QP is being destroyed or reset, so it is neither
+ * flushed nor is the CM called back (detach, which has stopped the engine callbacks).
+ */
+static void sr_iw_conn_end(struct sr_iw_conn *c, int err, bool detaching)
 {
 	struct sr_conn_cb cb;
 	bool disconnecting, free_it;
 
-	if (c->closed)
+	/* Written only by this function and detach, which never run at once for c. */
+	if (c->life != SR_IW_LIFE_LIVE)
 		return;
-	c->closed = true;
 	c->close_err = err;
 	pthread_mutex_lock(&sr_iw_fd_lock);
-	c->closing = true; /* before sr_engine_del: detach must see it once that returns */
+	/* before sr_engine_del: detach must see it once that returns */
+	sr_iw_life_set_locked(c, SR_IW_LIFE_CLOSING);
+	disconnecting = sr_iw_disconnect_asked_locked(c);
 	pthread_mutex_unlock(&sr_iw_fd_lock);
 	/*
 	 * Stop the transmit side before the engine registration and the fd go away: a thread
-	 * in sr_iw_tx_progress() then sees tx_dead and touches neither (sr_iw_want_out reads
+	 * in sr_iw_tx_progress() then finds tx_end DEAD and touches neither (sr_iw_want_out reads
 	 * both without any lock of theirs).
 	 */
 	pthread_mutex_lock(&c->tx_lock);
-	c->tx_dead = true;
+	sr_iw_tx_kill_locked(c);
 	c->fp_busy = false;
 	c->tx_want_out = false;
-	disconnecting = c->disconnecting;
 	pthread_mutex_unlock(&c->tx_lock);
 	sr_engine_del(&c->h);
 	sr_iw_ready_timer_stop(c);
 	sr_engine_timer_cancel(&c->rnr_t);
 	sr_engine_timer_cancel(&c->close_t); /* also from its own callback: allowed */
-	sr_iw_release_pending(c);
+	sr_iw_release_pending(c, detaching);
 	/* A plain close: a Terminate we queued must still reach the peer. */
 	pthread_mutex_lock(&sr_iw_fd_lock);
 	if (c->fd >= 0) {
@@ -167,7 +219,7 @@ void sr_iw_conn_close(struct sr_iw_conn *c, int err)
 	pthread_mutex_unlock(&sr_iw_fd_lock);
 	sr_dbg("qp %u: stream closed (%d)", c->qp->ibqp.qp_num, err);
 	/* Flush before telling the CM, so DISCONNECTED follows the flush completions. */
-	if (!c->detaching)
+	if (!detaching)
 		sr_qp_to_error(c->qp, err != 0 && !disconnecting);
 	pthread_mutex_lock(&sr_iw_fd_lock);
 	cb = c->cb;
@@ -176,12 +228,17 @@ void sr_iw_conn_close(struct sr_iw_conn *c, int err)
 		cb.closed(cb.arg, err);
 	/* The callback may have destroyed the QP (detach then left c for us to free). */
 	pthread_mutex_lock(&sr_iw_fd_lock);
-	c->closing = false;
-	free_it = c->free_on_close;
+	free_it = c->life == SR_IW_LIFE_CLOSING_FREE;
+	sr_iw_life_set_locked(c, SR_IW_LIFE_CLOSED);
 	pthread_cond_broadcast(&sr_iw_close_cv);
 	pthread_mutex_unlock(&sr_iw_fd_lock);
 	if (free_it)
 		sr_iw_conn_free(c);
+}
+
+void sr_iw_conn_close(struct sr_iw_conn *c, int err)
+{
+	sr_iw_conn_end(c, err, false);
 }
 
 /*
@@ -211,17 +268,17 @@ static void sr_iw_close_expired(struct sr_engine_timer *t)
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 	bool terminating = c->rx_state == SR_IW_RXS_TERMINATING, reset;
 
-	if (c->closed)
+	if (c->life != SR_IW_LIFE_LIVE)
 		return;
 	pthread_mutex_lock(&c->tx_lock);
 	reset = !(c->initiator && c->mpa.p2p) || c->tx_first_out;
-	c->tx_dead = true; /* nothing more enters the socket */
+	sr_iw_tx_kill_locked(c); /* nothing more enters the socket */
 	pthread_mutex_unlock(&c->tx_lock);
 	sr_dbg("qp %u: %s not done within its bound: aborting the stream with a %s",
 	       c->qp->ibqp.qp_num, terminating ? "Terminate" : "orderly close",
 	       reset ? "reset" : "FIN");
 	pthread_mutex_lock(&sr_iw_fd_lock);
-	c->aborted = true;
+	sr_iw_ask_end_locked(c, true);
 	if (c->fd >= 0) {
 		if (reset)
 			setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
@@ -250,7 +307,7 @@ static void sr_iw_close_after_terminate(struct sr_iw_conn *c)
 /* tx_lock held: a Terminate (or an FPDU ahead of it) still waits for room in the socket. */
 static bool sr_iw_term_in_flight_locked(const struct sr_iw_conn *c)
 {
-	return c->fp_busy || (c->tx_term_pending && !c->tx_dead);
+	return c->fp_busy || c->tx_end == SR_IW_TXE_TERM_QUEUED;
 }
 
 /*
@@ -322,26 +379,25 @@ static bool sr_iw_answer_fin(struct sr_iw_conn *c)
 	int outq = -1;
 
 	pthread_mutex_lock(&c->tx_lock);
-	orderly = !c->tx_term_sent;
-	if (!c->tx_fin_sent) {
-		c->tx_fin_sent = true;
+	orderly = c->tx_end != SR_IW_TXE_TERM_SENT && c->tx_end != SR_IW_TXE_TERM_FIN;
+	if (c->tx_end != SR_IW_TXE_FIN_SENT && c->tx_end != SR_IW_TXE_TERM_FIN) {
 		if (!c->initiator && orderly && !c->fp_busy &&
 		    ioctl(c->fd, SIOCOUTQ, &outq) == 0 && outq == 0 &&
 		    setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == 0) {
 			/* The close in sr_iw_conn_close() sends the reset; nothing may enter the
 			 * socket before it (a Send completed now would be discarded by it). */
-			c->tx_dead = true;
+			sr_iw_tx_kill_locked(c);
 			reset = true;
 		}
 		if (!reset)
-			shutdown(c->fd, SHUT_WR);
+			sr_iw_tx_fin_locked(c);
 		sr_dbg("qp %u: peer's FIN answered with a %s", c->qp->ibqp.qp_num,
 		       reset ? "reset" : "FIN");
 	}
 	pthread_mutex_unlock(&c->tx_lock);
 	/* The EOF that follows our own abort or Terminate is no orderly close. */
 	pthread_mutex_lock(&sr_iw_fd_lock);
-	orderly = orderly && !c->aborted;
+	orderly = orderly && !sr_iw_cut_locked(c);
 	pthread_mutex_unlock(&sr_iw_fd_lock);
 	return orderly;
 }
@@ -352,10 +408,10 @@ static bool sr_iw_reset_answers_fin(struct sr_iw_conn *c)
 	bool answer;
 
 	pthread_mutex_lock(&c->tx_lock);
-	answer = c->initiator && c->tx_fin_pending && c->tx_fin_sent && !c->tx_term_sent;
+	answer = c->initiator && c->tx_end == SR_IW_TXE_FIN_SENT;
 	pthread_mutex_unlock(&c->tx_lock);
 	pthread_mutex_lock(&sr_iw_fd_lock);
-	answer = answer && !c->aborted;
+	answer = answer && c->end_ask == SR_IW_ASK_DISCONNECT;
 	pthread_mutex_unlock(&sr_iw_fd_lock);
 	return answer;
 }
@@ -417,7 +473,7 @@ static void sr_iw_abort(struct sr_qp *qp)
 void sr_iw_fail_stream(struct sr_iw_conn *c)
 {
 	pthread_mutex_lock(&sr_iw_fd_lock);
-	c->aborted = true;
+	sr_iw_ask_end_locked(c, true);
 	if (c->fd >= 0)
 		shutdown(c->fd, SHUT_RDWR); /* the engine sees the end and closes */
 	pthread_mutex_unlock(&sr_iw_fd_lock);
@@ -438,22 +494,20 @@ static void sr_iw_detach(struct sr_qp *qp)
 	sr_engine_timer_cancel(&c->rnr_t); /* it would call the handler just removed */
 	sr_engine_timer_cancel(&c->close_t); /* it would close what we are about to */
 	pthread_mutex_lock(&sr_iw_fd_lock);
-	if (c->closing && sr_engine_in_thread()) {
+	if (c->life == SR_IW_LIFE_CLOSING && sr_engine_in_thread()) {
 		/* From inside our own closed callback: the close frees c when it returns. */
-		c->free_on_close = true;
+		sr_iw_life_set_locked(c, SR_IW_LIFE_CLOSING_FREE);
 		pthread_mutex_unlock(&sr_iw_fd_lock);
 		qp->xport = NULL;
 		qp->xops = NULL;
 		return;
 	}
 	/* The engine thread may be closing the stream by itself: let it finish first. */
-	while (c->closing)
+	while (c->life == SR_IW_LIFE_CLOSING)
 		pthread_cond_wait(&sr_iw_close_cv, &sr_iw_fd_lock);
 	c->cb.closed = NULL; /* the CM is the one destroying: no callback from now on */
 	pthread_mutex_unlock(&sr_iw_fd_lock);
-	c->detaching = true;
-	if (!c->closed)
-		sr_iw_conn_close(c, -ECONNABORTED);
+	sr_iw_conn_end(c, -ECONNABORTED, true); /* nothing if already closed */
 	qp->xport = NULL;
 	qp->xops = NULL;
 	sr_iw_conn_free(c);
@@ -466,13 +520,16 @@ static const struct sr_xport_ops sr_iw_xops = {
 	.rq_kick = sr_iw_rx_kick,
 };
 
-static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_iwarp_attach_params *p)
+static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_xport_attach *a)
 {
+	const struct sr_iwarp_attach_params *p = &a->u.iwarp;
 	struct sr_qp *qp = to_sr_qp(ibqp);
 	unsigned int ready_ms = p->ready_ms;
 	struct sr_iw_conn *c;
 	int one = 1, fl, err;
 
+	if (a->kind != SR_XPORT_IWARP)
+		return -EINVAL;
 	if (qp->xport)
 		return -EBUSY;
 	c = calloc(1, sizeof(*c));
@@ -482,7 +539,7 @@ static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_iwarp_attach_params
 	c->fd = p->fd;
 	c->initiator = p->initiator;
 	c->mpa = p->mpa;
-	c->cb = p->cb;
+	c->cb = a->cb;
 	c->close_t.cb = sr_iw_close_expired;
 	pthread_mutex_init(&c->tx_lock, NULL);
 	sr_fpdu_rx_init(&c->rx, p->mpa.crc);
@@ -538,8 +595,11 @@ static void sr_iw_disconnect(struct ibv_qp *ibqp)
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->tx_lock);
-	c->disconnecting = true;
-	c->tx_fin_pending = true;
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	sr_iw_ask_end_locked(c, false);
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+	if (c->tx_end == SR_IW_TXE_OPEN)
+		sr_iw_tx_end_set(c, SR_IW_TXE_FIN_QUEUED);
 	sr_iw_tx_progress_locked(c);
 	pthread_mutex_unlock(&c->tx_lock);
 	/* A Send held for a receive gets none now: let the receive side give up on it. */
@@ -554,8 +614,14 @@ static void sr_iw_disconnect(struct ibv_qp *ibqp)
 		sr_iw_fail_stream(c); /* no timer to bound the wait: end it now */
 }
 
-const struct sr_priv_ops sr_priv_ops_iwarp = {
-	.iwarp_attach = sr_iw_attach,
-	.iwarp_disconnect = sr_iw_disconnect,
-	.qp_by_num = sr_qp_by_num,
-};
+/* Registered at load, before any thread: devices of kind SR_XPORT_IWARP use it. */
+__attribute__((constructor)) static void sr_iw_register(void)
+{
+	static const struct sr_xport_desc d = {
+		.kind = SR_XPORT_IWARP,
+		.attach = sr_iw_attach,
+		.disconnect = sr_iw_disconnect,
+	};
+
+	sr_xport_register(&d);
+}

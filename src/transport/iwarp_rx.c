@@ -62,7 +62,7 @@ static void sr_iw_rx_set_state(struct sr_iw_conn *c, enum sr_iw_rx_state st)
 {
 	pthread_mutex_lock(&c->tx_lock);
 	c->rx_state = st;
-	if (!c->tx_dead && c->h.registered)
+	if (!sr_iw_tx_ended(c) && c->h.registered)
 		sr_engine_mod(&c->h, sr_iw_rx_interest(c) | (c->tx_want_out ? EPOLLOUT : 0));
 	pthread_mutex_unlock(&c->tx_lock);
 }
@@ -74,7 +74,7 @@ static void sr_iw_rnr_fire(struct sr_engine_timer *t)
 	bool dead;
 
 	pthread_mutex_lock(&c->tx_lock);
-	dead = c->tx_dead;
+	dead = sr_iw_tx_ended(c);
 	pthread_mutex_unlock(&c->tx_lock);
 	if (!dead && c->rx_state == SR_IW_RXS_HELD)
 		c->h.cb(&c->h, EPOLLIN);
@@ -107,9 +107,7 @@ static int sr_iw_rx_hold(struct sr_iw_conn *c)
 	 * Once this side disconnects no receive is coming, and the peer's FIN (our way out)
 	 * queues behind the held Send: waiting would deadlock both. Give up as at the bound.
 	 */
-	pthread_mutex_lock(&c->tx_lock);
-	disconnecting = c->disconnecting;
-	pthread_mutex_unlock(&c->tx_lock);
+	disconnecting = sr_iw_disconnect_asked(c);
 	if (disconnecting) {
 		if (c->rx_state == SR_IW_RXS_HELD)
 			sr_iw_rx_set_state(c, SR_IW_RXS_READING);
@@ -414,7 +412,7 @@ static int sr_iw_on_seg(struct sr_iw_conn *c)
 		 * so the verdict also goes out as an affiliated async event, as RNICs report it.
 		 */
 		pthread_mutex_lock(&c->tx_lock);
-		c->tx_dead = true;
+		sr_iw_tx_kill_locked(c);
 		pthread_mutex_unlock(&c->tx_lock);
 		sr_sq_fail_oldest(c->qp, st);
 		sr_async_post_obj(c->qp->ibqp.context,

@@ -6,6 +6,7 @@
  * call). Non-blocking: when the socket
  * is full the engine resumes on EPOLLOUT.
  */
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -20,6 +21,48 @@
 
 /* Work done per call before yielding, so one connection cannot starve the others. */
 #define SR_IW_TX_BUDGET 256
+
+#ifndef NDEBUG
+/* The transitions of enum sr_iw_tx_end (iwarp.h), one row per state. */
+static bool sr_iw_tx_end_legal(enum sr_iw_tx_end from, enum sr_iw_tx_end to)
+{
+	if (to == SR_IW_TXE_DEAD)
+		return true;
+	switch (from) {
+	case SR_IW_TXE_OPEN:
+		return to == SR_IW_TXE_FIN_QUEUED || to == SR_IW_TXE_FIN_SENT ||
+		       to == SR_IW_TXE_TERM_QUEUED;
+	case SR_IW_TXE_FIN_QUEUED:
+		return to == SR_IW_TXE_FIN_SENT || to == SR_IW_TXE_TERM_QUEUED;
+	case SR_IW_TXE_TERM_QUEUED:
+		return to == SR_IW_TXE_TERM_SENT || to == SR_IW_TXE_FIN_SENT;
+	case SR_IW_TXE_TERM_SENT:
+		return to == SR_IW_TXE_TERM_FIN;
+	default:
+		return false;
+	}
+}
+#endif
+
+void sr_iw_tx_end_set(struct sr_iw_conn *c, enum sr_iw_tx_end to)
+{
+	assert(sr_iw_tx_end_legal(c->tx_end, to));
+	c->tx_end = to;
+}
+
+void sr_iw_tx_kill_locked(struct sr_iw_conn *c)
+{
+	sr_iw_tx_end_set(c, SR_IW_TXE_DEAD);
+}
+
+void sr_iw_tx_fin_locked(struct sr_iw_conn *c)
+{
+	shutdown(c->fd, SHUT_WR);
+	if (c->tx_end == SR_IW_TXE_TERM_SENT)
+		sr_iw_tx_end_set(c, SR_IW_TXE_TERM_FIN);
+	else if (c->tx_end != SR_IW_TXE_DEAD)
+		sr_iw_tx_end_set(c, SR_IW_TXE_FIN_SENT);
+}
 
 /*
  * FPDUs follow the connection's current MSS, which shrinks when the path MTU does. It is read
@@ -204,14 +247,15 @@ static void sr_iw_term_locked(struct sr_iw_conn *c, const struct sr_term_info *t
 {
 	ssize_t n;
 
-	if (c->tx_dead || c->tx_term_pending)
+	/* Once a FIN or a Terminate is on its way nothing can follow it. */
+	if (c->tx_end != SR_IW_TXE_OPEN && c->tx_end != SR_IW_TXE_FIN_QUEUED)
 		return;
 	n = sr_term_build(c->term_buf, sizeof(c->term_buf), t, 1, c->mpa.crc);
 	if (n <= 0)
 		return;
 	c->term_len = (int)n;
-	/* It overtakes every held FPDU, but never our RTR (sr_iw_next_fpdu). */
-	c->tx_term_pending = true;
+	/* It overtakes every held FPDU, but never our RTR (sr_iw_tx_pick). */
+	sr_iw_tx_end_set(c, SR_IW_TXE_TERM_QUEUED);
 }
 
 static void sr_iw_wqe_fail(struct sr_iw_conn *c, enum ibv_wc_status st)
@@ -275,7 +319,7 @@ static void sr_iw_msg_revoked(struct sr_iw_conn *c)
 	c->fp_data = false;
 	c->seg_last_sent = false;
 	if (!boundary)
-		c->tx_dead = true; /* nothing more, not even a Terminate */
+		sr_iw_tx_kill_locked(c); /* nothing more, not even a Terminate */
 	if (c->kind == SR_IW_TX_RRESP) {
 		sr_iw_rresp_pop(c);
 		sr_term_info_init(&t, SR_IW_ERR_RDMAP_STAG, NULL, 0, 0);
@@ -398,99 +442,180 @@ static void sr_iw_message_done(struct sr_iw_conn *c)
 	}
 }
 
-/* Pick and build the next batch of FPDUs. Returns false when there is nothing to send now. */
-static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
-{
-	c->fp_n = 0;
-	c->fp_bytes = 0;
-	c->fp_iovcnt = 0;
-	c->fp_iovpos = 0;
-	c->fp_data = false;
-	if (c->tx_gate == SR_IW_GATE_RTR) {
-		/* RFC 6581: the RTR is the first FPDU of the stream, before even a Terminate. */
-		c->tx_gate = SR_IW_GATE_PEER_READY;
-		if (c->mpa.rtr == SR_MPA_RTR_READ) {
-			struct sr_rdmap_rreq rr = { .src_stag = 1 }; /* docs/WIRE.md §1.3 */
-			struct sr_iw_rreq *q;
+/*
+ * Transmit priority: what goes next when the socket takes a new batch. The first row whose
+ * condition holds wins (sr_iw_tx_pick); the batch being written is always finished first,
+ * and new FPDUs are built only while tx_end is OPEN, FIN_QUEUED or TERM_QUEUED.
+ *
+ *   next      condition                         why
+ *   RTR       gate RTR                          RFC 6581: the stream's first FPDU, before
+ *                                               even a Terminate
+ *   TERM      tx_end TERM_QUEUED                an error ends the stream: it overtakes all
+ *                                               not yet started (never a started FPDU)
+ *   (none)    gate not OPEN                     the peer is not ready (enum sr_iw_tx_gate)
+ *   MSG       a message is being cut            its FPDUs go out back to back
+ *   RRESP     Read Responses owed               the peer waits on them (IRD)
+ *   WQE       always (the send queue may hold   unless ORD is full or a FENCE waits for
+ *             one)                              outstanding Reads: then nothing below either
+ *   FIN       tx_end FIN_QUEUED, send queue     an orderly close follows all we owe and
+ *             empty, no Read of ours pending    what we wait for
+ *
+ * A responder still waiting for the first FPDU may close although it may not send: its FIN
+ * goes at once (sr_iw_tx_progress_locked), the queue is flushed with the QP.
+ */
+enum sr_iw_tx_next {
+	SR_IW_NEXT_NONE,
+	SR_IW_NEXT_RTR,
+	SR_IW_NEXT_TERM,
+	SR_IW_NEXT_MSG,
+	SR_IW_NEXT_RRESP,
+	SR_IW_NEXT_WQE, /* and, with the send queue empty, the FIN */
+};
 
-			if (!sr_iw_rreq_ring(c)) {
-				sr_iw_fail_stream(c);
-				return false;
-			}
-			q = &c->rreq[(c->rreq_head + c->rreq_count) % c->rreq_cap];
-			memset(q, 0, sizeof(*q));
-			c->rreq_count++;
-			sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_rreq(SR_IW_HDR(c), SR_IW_HDR_SIZE(c),
-								    ++c->rreq_msn, &rr), 0, 0);
-		} else if (c->mpa.rtr == SR_MPA_RTR_SEND) {
-			sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_untagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c),
-									SR_RDMAP_OP_SEND, true,
-									++c->send_msn, 0, 0, 0),
-					0, 0);
-		} else {
-			/* zero-length Write with STag 1: "some HW treats STag 0 specially" */
-			sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_tagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c),
-								      SR_RDMAP_OP_WRITE, true, 1, 0, 0),
-					0, 0);
-		}
-		return true;
-	}
-	if (c->tx_term_pending) {
-		/* term_buf stays untouched from here on: a Terminate is queued once */
-		c->fp->iov[0].iov_base = c->term_buf;
-		c->fp->iov[0].iov_len = (size_t)c->term_len;
-		c->fp_iovcnt = 1;
-		c->fp_busy = true;
-		c->tx_term_pending = false;
-		c->tx_term_sent = true;
-		c->tx_dead = true; /* a Terminate is the last FPDU of a stream */
-		return true;
-	}
+static enum sr_iw_tx_next sr_iw_tx_pick(const struct sr_iw_conn *c)
+{
+	if (c->tx_gate == SR_IW_GATE_RTR)
+		return SR_IW_NEXT_RTR;
+	if (c->tx_end == SR_IW_TXE_TERM_QUEUED)
+		return SR_IW_NEXT_TERM;
+	if (c->tx_end != SR_IW_TXE_OPEN && c->tx_end != SR_IW_TXE_FIN_QUEUED)
+		return SR_IW_NEXT_NONE;
 	if (c->tx_gate != SR_IW_GATE_OPEN)
-		return false;
-	if (c->kind == SR_IW_TX_RRESP || c->kind == SR_IW_TX_WQE) {
-		if (sr_iw_build_data_batch(c))
-			return true;
-		sr_iw_msg_revoked(c);
-		return sr_iw_next_fpdu(c); /* its Terminate, if the stream still takes one */
+		return SR_IW_NEXT_NONE;
+	if (c->kind == SR_IW_TX_RRESP || c->kind == SR_IW_TX_WQE)
+		return SR_IW_NEXT_MSG;
+	if (c->resp_count)
+		return SR_IW_NEXT_RRESP;
+	return SR_IW_NEXT_WQE;
+}
+
+/* The initiator's RTR (RFC 6581), in the form negotiated. False: the stream ends. */
+static bool sr_iw_build_rtr(struct sr_iw_conn *c)
+{
+	c->tx_gate = SR_IW_GATE_PEER_READY;
+	if (c->mpa.rtr == SR_MPA_RTR_READ) {
+		struct sr_rdmap_rreq rr = { .src_stag = 1 }; /* docs/WIRE.md §1.3 */
+		struct sr_iw_rreq *q;
+
+		if (!sr_iw_rreq_ring(c)) {
+			sr_iw_fail_stream(c);
+			return false;
+		}
+		q = &c->rreq[(c->rreq_head + c->rreq_count) % c->rreq_cap];
+		memset(q, 0, sizeof(*q));
+		c->rreq_count++;
+		sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_rreq(SR_IW_HDR(c), SR_IW_HDR_SIZE(c),
+							    ++c->rreq_msn, &rr), 0, 0);
+	} else if (c->mpa.rtr == SR_MPA_RTR_SEND) {
+		sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_untagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c),
+								SR_RDMAP_OP_SEND, true,
+								++c->send_msn, 0, 0, 0),
+				0, 0);
+	} else {
+		/* zero-length Write with STag 1: "some HW treats STag 0 specially" */
+		sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_tagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c),
+							      SR_RDMAP_OP_WRITE, true, 1, 0, 0),
+				0, 0);
 	}
-	/* Read Responses first: the peer is waiting on them. */
-	if (c->resp_count) {
-		/*
-		 * The request keeps its IRD slot (and the ring keeps the MR reference) until the
-		 * last FPDU of the response is out: the peer counts it against its ORD until then,
-		 * so freeing it earlier would let an ORD-violating peer go unnoticed.
-		 */
-		c->cur_resp = c->resp[c->resp_head];
-		sr_iw_refresh_mss(c, c->cur_resp.len);
-		sr_ddp_segmenter_init(&c->seg, c->cur_resp.len, c->mulpdu, SR_DDP_TAGGED_HDR_LEN);
-		c->kind = SR_IW_TX_RRESP;
-		c->src.n = 0;
-		if (c->cur_resp.len)
-			sr_iw_buf_inline(&c->src, c->cur_resp.src, c->cur_resp.len);
-		if (sr_iw_build_data_batch(c))
-			return true;
-		sr_iw_msg_revoked(c);
-		return sr_iw_next_fpdu(c);
-	}
+	return true;
+}
+
+/* The queued Terminate: the last FPDU of the stream. */
+static void sr_iw_build_term(struct sr_iw_conn *c)
+{
+	/* term_buf stays untouched from here on: a Terminate is queued once */
+	c->fp->iov[0].iov_base = c->term_buf;
+	c->fp->iov[0].iov_len = (size_t)c->term_len;
+	c->fp_iovcnt = 1;
+	c->fp_busy = true;
+	sr_iw_tx_end_set(c, SR_IW_TXE_TERM_SENT);
+}
+
+/* Start the Read Response at the head of the ring. False: its source region is gone. */
+static bool sr_iw_build_rresp(struct sr_iw_conn *c)
+{
+	/*
+	 * The request keeps its IRD slot (and the ring keeps the MR reference) until the last
+	 * FPDU of the response is out: the peer counts it against its ORD until then, so
+	 * freeing it earlier would let an ORD-violating peer go unnoticed.
+	 */
+	c->cur_resp = c->resp[c->resp_head];
+	sr_iw_refresh_mss(c, c->cur_resp.len);
+	sr_ddp_segmenter_init(&c->seg, c->cur_resp.len, c->mulpdu, SR_DDP_TAGGED_HDR_LEN);
+	c->kind = SR_IW_TX_RRESP;
+	c->src.n = 0;
+	if (c->cur_resp.len)
+		sr_iw_buf_inline(&c->src, c->cur_resp.src, c->cur_resp.len);
+	return sr_iw_build_data_batch(c);
+}
+
+/* Results of sr_iw_build_wqe. */
+enum sr_iw_wqe_step {
+	SR_IW_WQE_BUILT, /* the batch holds the WQE's first FPDUs */
+	SR_IW_WQE_WAIT,  /* ORD full or FENCE: nothing goes until a Read Response arrives */
+	SR_IW_WQE_EMPTY, /* the send queue has nothing */
+	SR_IW_WQE_TERM,  /* a WQE failed locally and completed: its Terminate is queued */
+};
+
+static enum sr_iw_wqe_step sr_iw_build_wqe(struct sr_iw_conn *c)
+{
 	for (;;) {
 		if (!c->wqe)
 			c->wqe = sr_sq_next(c->qp);
 		if (!c->wqe)
-			break;
+			return SR_IW_WQE_EMPTY;
 		if (!sr_iw_start_wqe(c))
-			return false; /* waits for a Read Response */
+			return SR_IW_WQE_WAIT;
 		if (c->fp_busy)
+			return SR_IW_WQE_BUILT;
+		if (c->tx_end == SR_IW_TXE_TERM_QUEUED)
+			return SR_IW_WQE_TERM;
+	}
+}
+
+/* Pick (sr_iw_tx_pick) and build the next batch. False when there is nothing to send now. */
+static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
+{
+	for (;;) {
+		c->fp_n = 0;
+		c->fp_bytes = 0;
+		c->fp_iovcnt = 0;
+		c->fp_iovpos = 0;
+		c->fp_data = false;
+		switch (sr_iw_tx_pick(c)) {
+		case SR_IW_NEXT_NONE:
+			return false;
+		case SR_IW_NEXT_RTR:
+			return sr_iw_build_rtr(c);
+		case SR_IW_NEXT_TERM:
+			sr_iw_build_term(c);
 			return true;
-		/* the WQE failed locally and completed: its Terminate ends the stream */
-		if (c->tx_term_pending)
-			return sr_iw_next_fpdu(c);
+		case SR_IW_NEXT_MSG:
+			if (sr_iw_build_data_batch(c))
+				return true;
+			sr_iw_msg_revoked(c);
+			continue; /* its Terminate, if the stream still takes one */
+		case SR_IW_NEXT_RRESP:
+			if (sr_iw_build_rresp(c))
+				return true;
+			sr_iw_msg_revoked(c);
+			continue;
+		case SR_IW_NEXT_WQE:
+			switch (sr_iw_build_wqe(c)) {
+			case SR_IW_WQE_BUILT:
+				return true;
+			case SR_IW_WQE_WAIT:
+				return false;
+			case SR_IW_WQE_TERM:
+				continue;
+			case SR_IW_WQE_EMPTY:
+				break;
+			}
+			if (c->tx_end == SR_IW_TXE_FIN_QUEUED && !c->rreq_count)
+				sr_iw_tx_fin_locked(c);
+			return false;
+		}
 	}
-	if (c->tx_fin_pending && !c->tx_fin_sent && !c->rreq_count) {
-		c->tx_fin_sent = true;
-		shutdown(c->fd, SHUT_WR);
-	}
-	return false;
 }
 
 /* tx_lock held: the batch to build into. Without memory for it the stream ends. */
@@ -500,7 +625,7 @@ static bool sr_iw_batch_get(struct sr_iw_conn *c)
 		c->fp = malloc(sizeof(*c->fp));
 		if (!c->fp) {
 			sr_err("qp %u: no memory to transmit: ending the stream", c->qp->ibqp.qp_num);
-			c->tx_dead = true;
+			sr_iw_tx_kill_locked(c);
 			sr_iw_fail_stream(c);
 			return false;
 		}
@@ -520,12 +645,11 @@ void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 			 * initiator waiting for its peer to get ready sends its queue first: the
 			 * wait is bounded.)
 			 */
-			if (c->tx_gate == SR_IW_GATE_PEER_FIRST && c->tx_fin_pending &&
-			    !c->tx_fin_sent && !c->tx_dead) {
-				c->tx_fin_sent = true;
-				shutdown(c->fd, SHUT_WR);
-			}
-			if (c->tx_dead || !sr_iw_batch_get(c) || !sr_iw_next_fpdu(c)) {
+			if (c->tx_gate == SR_IW_GATE_PEER_FIRST &&
+			    c->tx_end == SR_IW_TXE_FIN_QUEUED)
+				sr_iw_tx_fin_locked(c);
+			if (sr_iw_tx_ended(c) || c->tx_end == SR_IW_TXE_FIN_SENT ||
+			    !sr_iw_batch_get(c) || !sr_iw_next_fpdu(c)) {
 				/* nothing (more) for the socket: an idle connection holds no batch */
 				free(c->fp);
 				c->fp = NULL;
@@ -544,7 +668,9 @@ void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 		}
 		if (r < 0) {
 			sr_dbg("qp %u: send: %s", c->qp->ibqp.qp_num, strerror(-r));
-			c->tx_dead = true;
+			/* A failed Terminate stays TERM_SENT: the stream still ended with one. */
+			if (c->tx_end != SR_IW_TXE_TERM_SENT)
+				sr_iw_tx_kill_locked(c);
 			c->fp_busy = false;
 			/*
 			 * A reset or a broken pipe reaches the receive side too, which closes
@@ -557,10 +683,9 @@ void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 			return;
 		}
 		c->tx_first_out = true; /* an initiator's first batch is its RTR */
-		if (c->tx_term_sent && !c->tx_fin_sent) {
+		if (c->tx_end == SR_IW_TXE_TERM_SENT) {
 			/* The Terminate is out and is the last FPDU: the FIN follows it. */
-			c->tx_fin_sent = true;
-			shutdown(c->fd, SHUT_WR);
+			sr_iw_tx_fin_locked(c);
 			continue;
 		}
 		if (c->seg_last_sent && c->kind != SR_IW_TX_IDLE) {

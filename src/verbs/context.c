@@ -11,7 +11,36 @@
 #include "verbs/sr_ops.h"
 #include "verbs/sr_verbs.h"
 
-extern const struct sr_priv_ops sr_priv_ops_iwarp;
+/*
+ * The private ops of each transport kind, filled by the transports' registrations before
+ * any thread runs and only read afterwards. qp_by_num is the verbs layer's own; the NONE
+ * entry serves devices whose transport is not linked in (no attach: EOPNOTSUPP in the CM).
+ */
+static struct sr_priv_ops sr_priv_ops_by_kind[SR_XPORT_KINDS] = {
+	[SR_XPORT_NONE] = { .qp_by_num = sr_qp_by_num },
+};
+
+void sr_xport_register(const struct sr_xport_desc *d)
+{
+	if (d->kind <= SR_XPORT_NONE || d->kind >= SR_XPORT_KINDS ||
+	    sr_priv_ops_by_kind[d->kind].attach) {
+		sr_err("transport kind %d: not registered", d->kind);
+		return;
+	}
+	sr_priv_ops_by_kind[d->kind] = (struct sr_priv_ops){
+		.kind = d->kind,
+		.attach = d->attach,
+		.disconnect = d->disconnect,
+		.qp_by_num = sr_qp_by_num,
+	};
+}
+
+static const struct sr_priv_ops *sr_priv_ops_for(enum sr_xport_kind kind)
+{
+	if (kind > SR_XPORT_NONE && kind < SR_XPORT_KINDS && sr_priv_ops_by_kind[kind].attach)
+		return &sr_priv_ops_by_kind[kind];
+	return &sr_priv_ops_by_kind[SR_XPORT_NONE];
+}
 
 int sr_query_port_ex(struct ibv_context *context, uint8_t port_num,
 		     struct ibv_port_attr *port_attr, size_t port_attr_len);
@@ -119,7 +148,7 @@ SR_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	ctx->magic = SR_CONTEXT_MAGIC;
-	ctx->priv_ops = &sr_priv_ops_iwarp;
+	ctx->priv_ops = sr_priv_ops_for(dev->xport);
 	sr_list_init(&ctx->async_events);
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);

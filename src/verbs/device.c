@@ -146,6 +146,7 @@ static void sr_device_add_locked(const struct sr_netdev_link *l)
 	sr_list_init(&dev->contexts);
 	dev->ibdev.node_type = IBV_NODE_RNIC;
 	dev->ibdev.transport_type = IBV_TRANSPORT_IWARP;
+	dev->xport = SR_XPORT_IWARP; /* every interface's device is soft iWARP */
 	snprintf(dev->ibdev.name, sizeof(dev->ibdev.name), "%s%s", prefix, l->name);
 	snprintf(dev->ibdev.dev_name, sizeof(dev->ibdev.dev_name), "%s", dev->ibdev.name);
 	/* No kernel objects back these paths; sysfs reads through them fail cleanly. */

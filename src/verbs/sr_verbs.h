@@ -12,6 +12,7 @@
 
 #include "common/sr_list.h"
 #include "netdev/sr_netdev.h"
+#include "transport/sr_xport.h"
 #include "verbs/sr_limits.h"
 
 /* rdma-core's private header (driver.h) is not installed; these two match it. */
@@ -33,6 +34,7 @@ struct sr_device {
 	bool removed;                /* interface is gone */
 	struct sr_netdev_link link;  /* current state; protected by the registry lock */
 	__be64 node_guid;
+	enum sr_xport_kind xport;    /* what carries its QPs (sr_xport_register) */
 	struct sr_list node;         /* registry list */
 	struct sr_list contexts;     /* open sr_contexts, for async events */
 };
@@ -47,18 +49,17 @@ struct sr_async_event {
 	struct ibv_async_event ev;
 };
 
-struct sr_iwarp_attach_params;
-
 /*
  * softrdma internals librdmacm needs, reached through the context instead of exported
- * symbols (the export maps stay exactly upstream's).
+ * symbols (the export maps stay exactly upstream's). One per transport kind, built from
+ * the transport's registration (context.c); attach and disconnect are NULL when no
+ * transport of the device's kind is linked in.
  */
 struct sr_priv_ops {
-	/* Give a connected socket, MPA done, to the iWARP transport of qp (in RTS or about to
-	 * be). Returns 0 or a negative errno; on success the transport owns the fd. */
-	int (*iwarp_attach)(struct ibv_qp *qp, const struct sr_iwarp_attach_params *p);
-	/* Orderly close: finish queued sends, then FIN; the closed callback follows. */
-	void (*iwarp_disconnect)(struct ibv_qp *qp);
+	enum sr_xport_kind kind; /* the sr_xport_attach this context's QPs take */
+	/* struct sr_xport_desc */
+	int (*attach)(struct ibv_qp *qp, const struct sr_xport_attach *a);
+	void (*disconnect)(struct ibv_qp *qp);
 	/* The live QP numbered qpn on this context, or NULL (rdma_accept/rdma_establish with
 	 * conn_param->qp_num for QPs the application created itself, e.g. rping -q). */
 	struct ibv_qp *(*qp_by_num)(struct ibv_context *ctx, uint32_t qpn);

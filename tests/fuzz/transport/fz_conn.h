@@ -224,11 +224,14 @@ static void fz_conn_run(const uint8_t *stream, size_t len, bool crc, uint16_t ir
 			 .max_recv_sge = 2 },
 	};
 	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .qp_access_flags = FZ_RW };
-	struct sr_iwarp_attach_params ap = {
-		.initiator = false,
-		.tuned = true,
-		.mpa = { .crc = crc, .ird = ird, .ord = ird },
+	struct sr_xport_attach ap = {
+		.kind = SR_XPORT_IWARP,
 		.cb = { .arg = &cl, .closed = fz_on_closed },
+		.u.iwarp = {
+			.initiator = false,
+			.tuned = true,
+			.mpa = { .crc = crc, .ird = ird, .ord = ird },
+		},
 	};
 	uint64_t end = fz_now_ms() + FZ_END_MS;
 	size_t sent = 0, have = 0;
@@ -260,8 +263,8 @@ static void fz_conn_run(const uint8_t *stream, size_t len, bool crc, uint16_t ir
 		CHECK(ibv_post_recv(qp, &wr, &bad) == 0);
 	}
 	fz_tcp_pair(&q, &peer);
-	ap.fd = q;
-	CHECK(to_sr_ctx(fz_ctx)->priv_ops->iwarp_attach(qp, &ap) == 0);
+	ap.u.iwarp.fd = q;
+	CHECK(to_sr_ctx(fz_ctx)->priv_ops->attach(qp, &ap) == 0);
 
 	/* Send everything, then FIN; read all the QP says until its end of stream. */
 	while (!eof || !fz_closed_calls(&cl)) {

@@ -62,7 +62,7 @@ static void rq_down(struct rq *t)
 
 static void disconnect(struct ep *e)
 {
-	to_sr_ctx(g_ctx)->priv_ops->iwarp_disconnect(e->qp);
+	to_sr_ctx(g_ctx)->priv_ops->disconnect(e->qp);
 }
 
 /* A QP whose socket the peer stopped reading: a Write far bigger than the buffers, wr 7. */

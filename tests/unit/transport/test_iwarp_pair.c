@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Two QPs of the loopback device talking iWARP to each other over a TCP pair, attached
- * directly with priv_ops->iwarp_attach (no CM): data transfers, ordering, ORD, fences,
+ * directly with priv_ops->attach (no CM): data transfers, ordering, ORD, fences,
  * Send with Invalidate refused, RTR kinds, orderly disconnect and destroy with a live stream.
  */
 #include "xport_helpers.h"
@@ -584,7 +584,7 @@ static void t_write_after_read(void **s)
 
 static void disconnect(struct ep *e)
 {
-	to_sr_ctx(g_ctx)->priv_ops->iwarp_disconnect(e->qp);
+	to_sr_ctx(g_ctx)->priv_ops->disconnect(e->qp);
 }
 
 static void expect_flushed(struct ibv_cq *cq, int n)

@@ -120,6 +120,30 @@ static void t_rtr_first(void **s)
 	rtr_case(SR_MPA_RTR_SEND, false);
 }
 
+/*
+ * The context's private ops carry the iWARP transport; a hand-over of another kind is
+ * refused with nothing taken: the QP stays free for the right one, the socket ours.
+ */
+static void t_attach_kind(void **s)
+{
+	const struct sr_priv_ops *ops = to_sr_ctx(g_ctx)->priv_ops;
+	struct sr_xport_attach a = { .kind = SR_XPORT_NONE };
+	struct rq t;
+
+	(void)s;
+	assert_int_equal(ops->kind, SR_XPORT_IWARP);
+	ep_create(&t.e, NULL, false);
+	tcp_pair(&t.qfd, &t.peer);
+	a.u.iwarp.fd = t.qfd;
+	a.u.iwarp.initiator = true;
+	a.u.iwarp.mpa = mpa_conn(true, 0, 1, 1);
+	assert_int_equal(ops->attach(t.e.qp, &a), -EINVAL);
+	a.kind = SR_XPORT_KINDS;
+	assert_int_equal(ops->attach(t.e.qp, &a), -EINVAL);
+	ep_attach(&t.e, t.qfd, true, mpa_conn(true, 0, 1, 1)); /* asserts 0: not EBUSY */
+	rq_down(&t);
+}
+
 /* The responder sends nothing before the initiator's first FPDU. */
 static void t_responder_holds(void **s)
 {
@@ -1129,6 +1153,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(t_rtr_first),
 		cmocka_unit_test(t_responder_holds),
+		cmocka_unit_test(t_attach_kind),
 		cmocka_unit_test(t_tx_format_crc),
 		cmocka_unit_test(t_tx_format_nocrc),
 		cmocka_unit_test(t_rresp_echo),

@@ -328,7 +328,7 @@ static void t_hold_disconnect(void **s)
 	ep_attach_ready(&t.e, t.qfd, true, mpa_conn(true, SR_MPA_RTR_READ, 1, 1), NEVER_MS);
 	expect_rtr(&t, SR_MPA_RTR_READ);
 	post_send1(&t.e, 1, IBV_WR_SEND, IBV_SEND_INLINE, x, 3, 0, 0, 0);
-	to_sr_ctx(g_ctx)->priv_ops->iwarp_disconnect(t.e.qp);
+	to_sr_ctx(g_ctx)->priv_ops->disconnect(t.e.qp);
 	assert_false(fd_readable(t.peer, 100));
 	send_rtr_response(&t, true);
 	expect_send(&t, 1, x, 3);

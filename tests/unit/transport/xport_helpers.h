@@ -227,16 +227,19 @@ static inline struct sr_mpa_conn mpa_conn(bool crc, uint8_t rtr, uint16_t ird, u
 static inline void ep_attach_ready(struct ep *e, int fd, bool initiator, struct sr_mpa_conn m,
 				   unsigned int ready_ms)
 {
-	struct sr_iwarp_attach_params p = {
-		.fd = fd,
-		.initiator = initiator,
-		.mpa = m,
+	struct sr_xport_attach p = {
+		.kind = SR_XPORT_IWARP,
 		.cb = { .arg = &e->cl, .closed = on_closed },
-		.ready_ms = ready_ms,
+		.u.iwarp = {
+			.fd = fd,
+			.initiator = initiator,
+			.mpa = m,
+			.ready_ms = ready_ms,
+		},
 	};
 
 	e->fd = fd;
-	assert_int_equal(to_sr_ctx(g_ctx)->priv_ops->iwarp_attach(e->qp, &p), 0);
+	assert_int_equal(to_sr_ctx(g_ctx)->priv_ops->attach(e->qp, &p), 0);
 }
 
 static inline void ep_attach(struct ep *e, int fd, bool initiator, struct sr_mpa_conn m)
