@@ -135,6 +135,7 @@ struct sr_cq {
 	pthread_mutex_t qps_lock;
 	struct sr_list qps;
 	atomic_bool polled;
+	atomic_uint empty_polls;     /* unarmed empty polls in a row (sr_poll_cq) */
 	atomic_ulong polled_wc;      /* completions pushed inside a poll pass (tests, stats) */
 };
 
