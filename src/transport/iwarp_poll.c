@@ -21,8 +21,11 @@ void sr_iw_rx_owner_set_locked(struct sr_iw_conn *c, enum sr_iw_rx_owner o)
 {
 	pthread_mutex_lock(&c->tx_lock);
 	c->rx_owner = o;
-	/* Level-triggered: input that arrived while EPOLLIN was off wakes the engine at once. */
-	sr_iw_interest_sync_locked(c);
+	/* Level-triggered: input that arrived while EPOLLIN was off wakes the engine at once.
+	 * ENDED needs no change: the close removes the handler, a Terminate's way out sets
+	 * EPOLLOUT alone (and detach may be removing the handler right now). */
+	if (o != SR_IW_RXO_ENDED)
+		sr_iw_interest_sync_locked(c);
 	pthread_mutex_unlock(&c->tx_lock);
 }
 
