@@ -3,7 +3,8 @@
  * iWARP over a kernel TCP socket: the per-connection state shared by the transmit
  * (iwarp_tx.c), receive (iwarp_rx.c) and life-cycle (iwarp_conn.c) files.
  *
- * Threads: the receive side runs only on libibverbs' engine thread. The transmit side runs
+ * Threads: the receive side runs on libibverbs' engine thread, or in a thread polling one of
+ * the QP's CQs (iwarp_poll.c), one at a time under rx_lock. The transmit side runs
  * in whichever thread holds tx_lock: the application thread that posted (sq_kick) or the
  * engine thread (socket writable, Read Request arrived, first FPDU arrived). Payload never
  * passes through a staging buffer: it is sent from and received into registered memory.
@@ -241,7 +242,7 @@ struct sr_iw_conn {
 	 * receive side queued one into a full socket); at expiry the stream is aborted. */
 	struct sr_engine_timer close_t;
 
-	/* rx (engine thread only) */
+	/* rx (engine thread or a poller, under rx_lock) */
 	struct sr_fpdu_rx rx;
 	bool rx_first_seen;           /* the gate needs a look only at the first segment */
 	struct sr_recv_wqe *rx_rwqe;  /* receive being filled by the current Send message */

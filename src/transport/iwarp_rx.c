@@ -3,7 +3,8 @@
  * Receive: drive the FPDU parser from the socket. Headers go into the parser's small buffer;
  * payload is received straight into its destination (the MR named by a tagged STag, the
  * posted receive buffer, or the sink of our Read Request) after the header has been checked
- * against the STag, bounds, access rights and protection domain. Runs on the engine thread.
+ * against the STag, bounds, access rights and protection domain. Runs on the engine thread
+ * or in a thread polling a CQ of the QP (iwarp_poll.c), under rx_lock.
  */
 #include <errno.h>
 #include <stdlib.h>
