@@ -34,6 +34,10 @@ static const struct sr_tunable sr_tunables[] = {
 	{ "SOFTRDMA_TERM_TIMEOUT_MS", "500",
 	  "How long a Terminate may wait for room in a full socket before the stream is "
 	  "aborted; 1 to 600000." },
+	{ "SOFTRDMA_POLL_LEASE_US", "2000",
+	  "How long a connection's input stays with a thread busy-polling a CQ after its last "
+	  "poll before the engine thread takes it back; 0 turns progress from ibv_poll_cq off, "
+	  "at most 60000000." },
 };
 
 const struct sr_tunable *sr_config_table(unsigned int *count)

@@ -375,6 +375,16 @@ int sr_engine_help(int fd, bool (*done)(void *arg), void *arg)
 	return err;
 }
 
+bool sr_engine_helper_active(void)
+{
+	bool in;
+
+	pthread_mutex_lock(&eng.mu);
+	in = eng.helper;
+	pthread_mutex_unlock(&eng.mu);
+	return in;
+}
+
 void sr_engine_allow_helpers(void)
 {
 	__atomic_store_n(&eng.helpers_allowed, true, __ATOMIC_RELEASE);
@@ -453,6 +463,11 @@ void sr_engine_del(struct sr_engine_handler *h)
 
 int sr_engine_timer_arm(struct sr_engine_timer *t, unsigned int ms)
 {
+	return sr_engine_timer_arm_us(t, (uint64_t)ms * 1000u);
+}
+
+int sr_engine_timer_arm_us(struct sr_engine_timer *t, uint64_t us)
+{
 	struct sr_list *pos;
 
 	pthread_once(&eng.once, sr_engine_start);
@@ -461,7 +476,7 @@ int sr_engine_timer_arm(struct sr_engine_timer *t, unsigned int ms)
 	pthread_mutex_lock(&eng.mu);
 	if (t->armed)
 		sr_list_del(&t->node);
-	t->deadline = sr_mono_ns() + (uint64_t)ms * 1000000ull;
+	t->deadline = sr_mono_ns() + us * 1000ull;
 	/* From the end: timers of one kind arrive in deadline order. */
 	for (pos = eng.timers.prev; pos != &eng.timers; pos = pos->prev)
 		if (sr_list_entry(pos, struct sr_engine_timer, node)->deadline <= t->deadline)

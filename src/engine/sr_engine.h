@@ -53,10 +53,12 @@ int sr_engine_help(int fd, bool (*done)(void *arg), void *arg);
 /*
  * Let threads help (sr_engine_help). Takes effect only when called before the engine
  * starts: the engine thread then sleeps in a second epoll set (one more epoll_wait per
- * batch) so that a helper can switch its wake-ups off. librdmacm's engine does; libibverbs'
- * has nobody to help it and does not.
+ * batch) so that a helper can switch its wake-ups off. Both engines do: librdmacm's
+ * is helped by rdma_get_cm_event, libibverbs' by a blocking ibv_get_cq_event.
  */
 void sr_engine_allow_helpers(void);
+/* Whether a thread is helping right now (tests wait for it before they make an event). */
+bool sr_engine_helper_active(void);
 
 /*
  * One-shot timers whose callbacks run on the engine thread. They cost no file descriptor and,
@@ -76,6 +78,8 @@ struct sr_engine_timer {
 
 /* (Re)arm t to fire once, ms from now; any thread. Returns 0 or a negative errno. */
 int sr_engine_timer_arm(struct sr_engine_timer *t, unsigned int ms);
+/* The same in microseconds, for bounds shorter than a millisecond's granularity allows. */
+int sr_engine_timer_arm_us(struct sr_engine_timer *t, uint64_t us);
 /*
  * Disarm t (armed or not). Like sr_engine_del(), returns only when t's callback is not
  * running and will not run, unless called from that very callback.

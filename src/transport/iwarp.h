@@ -3,7 +3,8 @@
  * iWARP over a kernel TCP socket: the per-connection state shared by the transmit
  * (iwarp_tx.c), receive (iwarp_rx.c) and life-cycle (iwarp_conn.c) files.
  *
- * Threads: the receive side runs only on libibverbs' engine thread. The transmit side runs
+ * Threads: the receive side runs on libibverbs' engine thread, or in a thread polling one of
+ * the QP's CQs (iwarp_poll.c), one at a time under rx_lock. The transmit side runs
  * in whichever thread holds tx_lock: the application thread that posted (sq_kick) or the
  * engine thread (socket writable, Read Request arrived, first FPDU arrived). Payload never
  * passes through a staging buffer: it is sent from and received into registered memory.
@@ -138,6 +139,22 @@ enum sr_iw_rx_state {
 				* read; the stream closes once the Terminate is in the socket,
 				* or at SR_IW_TERM_TIMEOUT_MS */
 };
+/*
+ * Who reads the socket (iwarp_poll.c). ENGINE: the engine thread, on EPOLLIN. POLLED: a
+ * thread polling one of the QP's CQs, EPOLLIN off in the engine until the lease runs out
+ * or a CQ is armed. HANDBACK: a poller met the end of the fast path (EOF, reset, a protocol
+ * error) and left its result in rx_carried for the engine thread, which owns every close.
+ * ENDED: the receive side is over (closing, or a Terminate on its way out): nobody reads.
+ */
+enum sr_iw_rx_owner {
+	SR_IW_RXO_ENGINE,
+	SR_IW_RXO_POLLED,
+	SR_IW_RXO_HANDBACK,
+	SR_IW_RXO_ENDED,
+};
+/* How long a poller keeps the socket without polling again (SOFTRDMA_POLL_LEASE_US). */
+#define SR_IW_POLL_LEASE_US 2000
+
 /* With an SRQ no post tells this connection about new receives: look again this often. */
 #define SR_IW_RNR_SRQ_POLL_MS 1
 
@@ -288,7 +305,7 @@ struct sr_iw_conn {
 	 * receive side queued one into a full socket); at expiry the stream is aborted. */
 	struct sr_engine_timer close_t;
 
-	/* rx (engine thread only) */
+	/* rx (engine thread or a poller, under rx_lock) */
 	struct sr_fpdu_rx rx;
 	bool rx_first_seen;           /* the gate needs a look only at the first segment */
 	struct sr_recv_wqe *rx_rwqe;  /* receive being filled by the current Send message */
@@ -302,6 +319,21 @@ struct sr_iw_conn {
 	 * full-size FPDU costs one recvmsg(); never payload (sr_fpdu_rx_lookahead). */
 	uint8_t rx_la[SR_FPDU_TRAILER_MAX + SR_FPDU_HDR_MIN];
 	uint8_t rx_la_pos, rx_la_len;
+
+	/*
+	 * Poll-mode progress (iwarp_poll.c; docs/ARCHITECTURE.md, "Progress in the application's
+	 * thread"). rx_lock guards the receive side (the rx_* fields above and below) against a
+	 * thread polling a CQ: the engine callback takes it, a poller only try-locks it. Lock
+	 * order: rx_lock, then tx_lock. rx_owner is written under both (its changes re-arm the
+	 * engine's interest, which the transmit side also sets under tx_lock), read under either.
+	 */
+	pthread_mutex_t rx_lock;
+	enum sr_iw_rx_owner rx_owner;
+	int rx_carried;               /* SR_IW_RXO_HANDBACK: what sr_iw_rx returned */
+	_Atomic uint64_t poll_last_ns; /* last poll (CLOCK_MONOTONIC): renews the lease */
+	uint64_t poll_lease_us;       /* SOFTRDMA_POLL_LEASE_US; 0: no poll mode */
+	struct sr_engine_timer lease_t; /* takes rx_lock: never cancelled under it */
+
 
 	/* Written under sr_iw_fd_lock (iwarp_conn.c), which any thread may take. */
 	enum sr_iw_life life;
@@ -340,10 +372,21 @@ void sr_iw_tx_open_gate(struct sr_iw_conn *c);
 int sr_iw_rx(struct sr_iw_conn *c);
 /* Events the receive side wants on the socket now (none while a Send is held); tx_lock. */
 uint32_t sr_iw_rx_interest(const struct sr_iw_conn *c);
+/* Tell the engine what both sides want from the socket now (tx_lock held). */
+void sr_iw_interest_sync_locked(struct sr_iw_conn *c);
 /* Set up the receive side's state and resume timer (attach, before the engine sees c). */
 void sr_iw_rx_init(struct sr_iw_conn *c);
 /* xops->rq_kick: a receive was posted; a held Send may go on (any thread). */
 void sr_iw_rx_kick(struct sr_qp *qp);
+
+/* iwarp_poll.c: poll-mode progress (xops->poll, xops->poll_release) and its set-up */
+void sr_iw_poll_init(struct sr_iw_conn *c);
+bool sr_iw_poll(struct sr_qp *qp);
+void sr_iw_poll_release(struct sr_qp *qp);
+/* rx_lock held: a new owner, with the engine's interest to match (takes tx_lock). */
+void sr_iw_rx_owner_set_locked(struct sr_iw_conn *c, enum sr_iw_rx_owner o);
+/* Receive passes pollers ran, process-wide (tests, stats). */
+extern _Atomic unsigned long sr_iw_poll_passes;
 
 /* iwarp_conn.c: end the stream abortively (the engine then closes it); any thread, also
  * under tx_lock. */

@@ -82,7 +82,9 @@ static void sr_iw_conn_free(struct sr_iw_conn *c)
 {
 	sr_engine_timer_cancel(&c->rnr_t); /* a post after the close may have armed it */
 	sr_engine_timer_cancel(&c->close_t);
+	sr_engine_timer_cancel(&c->lease_t);
 	pthread_mutex_destroy(&c->tx_lock);
+	pthread_mutex_destroy(&c->rx_lock);
 	free(c->fp);
 	free(c->rreq);
 	free(c->resp);
@@ -190,6 +192,10 @@ static void sr_iw_conn_end(struct sr_iw_conn *c, int err, bool detaching)
 	if (c->life != SR_IW_LIFE_LIVE)
 		return;
 	c->close_err = err;
+	/* No poller reads from here on (it needs ENGINE or POLLED under rx_lock). */
+	pthread_mutex_lock(&c->rx_lock);
+	sr_iw_rx_owner_set_locked(c, SR_IW_RXO_ENDED);
+	pthread_mutex_unlock(&c->rx_lock);
 	pthread_mutex_lock(&sr_iw_fd_lock);
 	/* before sr_engine_del: detach must see it once that returns */
 	sr_iw_life_set_locked(c, SR_IW_LIFE_CLOSING);
@@ -209,6 +215,7 @@ static void sr_iw_conn_end(struct sr_iw_conn *c, int err, bool detaching)
 	sr_iw_ready_timer_stop(c);
 	sr_engine_timer_cancel(&c->rnr_t);
 	sr_engine_timer_cancel(&c->close_t); /* also from its own callback: allowed */
+	sr_engine_timer_cancel(&c->lease_t); /* not under rx_lock, which its callback takes */
 	sr_iw_release_pending(c, detaching);
 	/* A plain close: a Terminate we queued must still reach the peer. */
 	pthread_mutex_lock(&sr_iw_fd_lock);
@@ -266,11 +273,12 @@ static void sr_iw_close_expired(struct sr_engine_timer *t)
 {
 	struct sr_iw_conn *c = sr_container_of(t, struct sr_iw_conn, close_t);
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-	bool terminating = c->rx_state == SR_IW_RXS_TERMINATING, reset;
+	bool terminating, reset;
 
 	if (c->life != SR_IW_LIFE_LIVE)
 		return;
 	pthread_mutex_lock(&c->tx_lock);
+	terminating = c->rx_state == SR_IW_RXS_TERMINATING; /* a poller may hold a Send */
 	reset = !(c->initiator && c->mpa.p2p) || c->tx_first_out;
 	sr_iw_tx_kill_locked(c); /* nothing more enters the socket */
 	pthread_mutex_unlock(&c->tx_lock);
@@ -416,14 +424,30 @@ static bool sr_iw_reset_answers_fin(struct sr_iw_conn *c)
 	return answer;
 }
 
-static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
+/*
+ * The receive part of the socket callback, under rx_lock (a poller may own the input:
+ * iwarp_poll.c). Returns sr_iw_rx's result (or a poller's, carried), SR_IW_RX_TERMINATING
+ * or SR_IW_RX_HUP_HELD; a result that ends the stream leaves the receive side ENDED, so no
+ * poller reads between here and the close.
+ */
+#define SR_IW_RX_HUP_HELD 10
+#define SR_IW_RX_TERMINATING 11
+static int sr_iw_ready_rx_locked(struct sr_iw_conn *c, uint32_t events)
 {
-	struct sr_iw_conn *c = sr_container_of(h, struct sr_iw_conn, h);
 	int r = 0;
 
-	if (c->rx_state == SR_IW_RXS_TERMINATING) {
-		sr_iw_terminating_ready(c, events);
-		return;
+	if (c->rx_state == SR_IW_RXS_TERMINATING)
+		return SR_IW_RX_TERMINATING;
+	switch (c->rx_owner) {
+	case SR_IW_RXO_ENDED:
+		return 0;
+	case SR_IW_RXO_HANDBACK:
+		r = c->rx_carried; /* a poller's result: the kernel will not say it again */
+		c->rx_carried = 0;
+		sr_iw_rx_owner_set_locked(c, SR_IW_RXO_ENDED);
+		return r;
+	default:
+		break;
 	}
 	if (events & EPOLLOUT)
 		sr_iw_tx_progress(c);
@@ -431,11 +455,38 @@ static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
 		/* A Send waits for a receive but the stream is gone (reset, or shut down both
 		 * ways): the Send can never be delivered, and a level-triggered hangup would
 		 * keep calling us. */
+		sr_iw_rx_owner_set_locked(c, SR_IW_RXO_ENDED);
+		return SR_IW_RX_HUP_HELD;
+	}
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+		/* the engine reads now: a poller's lease ends (a hang-up reaches us anyway) */
+		if (c->rx_owner == SR_IW_RXO_POLLED)
+			sr_iw_rx_owner_set_locked(c, SR_IW_RXO_ENGINE);
+		r = sr_iw_rx(c);
+		if (r)
+			sr_iw_rx_owner_set_locked(c, SR_IW_RXO_ENDED);
+	}
+	return r;
+}
+
+static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
+{
+	struct sr_iw_conn *c = sr_container_of(h, struct sr_iw_conn, h);
+	int r;
+
+	pthread_mutex_lock(&c->rx_lock);
+	r = sr_iw_ready_rx_locked(c, events);
+	pthread_mutex_unlock(&c->rx_lock);
+	/* Closing may destroy the QP (cb.closed), so it runs without rx_lock. */
+	if (r == SR_IW_RX_TERMINATING) {
+		sr_iw_terminating_ready(c, events);
+		return;
+	}
+	if (r == SR_IW_RX_HUP_HELD) {
 		sr_iw_conn_close(c, -ECONNRESET);
 		return;
 	}
-	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-		r = sr_iw_rx(c);
+	if (r) {
 		if (r == SR_IW_RX_EOF) {
 			sr_iw_conn_close(c, sr_iw_answer_fin(c) ? 0 : -ECONNABORTED);
 			return;
@@ -493,6 +544,7 @@ static void sr_iw_detach(struct sr_qp *qp)
 	sr_engine_del(&c->h);
 	sr_engine_timer_cancel(&c->rnr_t); /* it would call the handler just removed */
 	sr_engine_timer_cancel(&c->close_t); /* it would close what we are about to */
+	sr_engine_timer_cancel(&c->lease_t); /* it would call the handler too */
 	pthread_mutex_lock(&sr_iw_fd_lock);
 	if (c->life == SR_IW_LIFE_CLOSING && sr_engine_in_thread()) {
 		/* From inside our own closed callback: the close frees c when it returns. */
@@ -518,6 +570,8 @@ static const struct sr_xport_ops sr_iw_xops = {
 	.abort = sr_iw_abort,
 	.detach = sr_iw_detach,
 	.rq_kick = sr_iw_rx_kick,
+	.poll = sr_iw_poll,
+	.poll_release = sr_iw_poll_release,
 };
 
 static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_xport_attach *a)
@@ -544,6 +598,7 @@ static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_xport_attach *a)
 	pthread_mutex_init(&c->tx_lock, NULL);
 	sr_fpdu_rx_init(&c->rx, p->mpa.crc);
 	sr_iw_rx_init(c);
+	sr_iw_poll_init(c);
 	/* RFC 6581: with P2P the initiator's RTR is its first FPDU and the responder sends
 	 * nothing before the first FPDU arrives. RFC 5044 asks the same of rev 1 responders. */
 	if (!p->initiator)

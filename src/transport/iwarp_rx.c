@@ -3,7 +3,8 @@
  * Receive: drive the FPDU parser from the socket. Headers go into the parser's small buffer;
  * payload is received straight into its destination (the MR named by a tagged STag, the
  * posted receive buffer, or the sink of our Read Request) after the header has been checked
- * against the STag, bounds, access rights and protection domain. Runs on the engine thread.
+ * against the STag, bounds, access rights and protection domain. Runs on the engine thread
+ * or in a thread polling a CQ of the QP (iwarp_poll.c), under rx_lock.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -54,7 +55,16 @@ static enum sr_iw_err sr_iw_rdmap_err(enum sr_access_result r)
 
 uint32_t sr_iw_rx_interest(const struct sr_iw_conn *c)
 {
-	return c->rx_state == SR_IW_RXS_READING ? EPOLLIN | EPOLLRDHUP : 0;
+	/* A poller owns the input (or nobody reads any more): the engine is not woken for it. */
+	bool engine = c->rx_owner == SR_IW_RXO_ENGINE || c->rx_owner == SR_IW_RXO_HANDBACK;
+
+	return c->rx_state == SR_IW_RXS_READING && engine ? EPOLLIN | EPOLLRDHUP : 0;
+}
+
+void sr_iw_interest_sync_locked(struct sr_iw_conn *c)
+{
+	if (!sr_iw_tx_ended(c) && c->h.registered)
+		sr_engine_mod(&c->h, sr_iw_rx_interest(c) | (c->tx_want_out ? EPOLLOUT : 0));
 }
 
 /* Enter or leave the held state and tell the engine what we want from the socket. */
@@ -62,8 +72,7 @@ static void sr_iw_rx_set_state(struct sr_iw_conn *c, enum sr_iw_rx_state st)
 {
 	pthread_mutex_lock(&c->tx_lock);
 	c->rx_state = st;
-	if (!sr_iw_tx_ended(c) && c->h.registered)
-		sr_engine_mod(&c->h, sr_iw_rx_interest(c) | (c->tx_want_out ? EPOLLOUT : 0));
+	sr_iw_interest_sync_locked(c);
 	pthread_mutex_unlock(&c->tx_lock);
 }
 
@@ -74,9 +83,9 @@ static void sr_iw_rnr_fire(struct sr_engine_timer *t)
 	bool dead;
 
 	pthread_mutex_lock(&c->tx_lock);
-	dead = sr_iw_tx_ended(c);
+	dead = sr_iw_tx_ended(c) || c->rx_state != SR_IW_RXS_HELD; /* a poller writes it, under tx_lock */
 	pthread_mutex_unlock(&c->tx_lock);
-	if (!dead && c->rx_state == SR_IW_RXS_HELD)
+	if (!dead)
 		c->h.cb(&c->h, EPOLLIN);
 }
 

@@ -9,11 +9,13 @@
  * without racing a reader blocked in read(); ibv_get_cq_event skips such stale counts.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "common/sr_log.h"
+#include "engine/sr_engine.h"
 #include "verbs/sr_obj.h"
 
 SR_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
@@ -80,6 +82,42 @@ void sr_chan_forget(struct sr_comp_channel *chan, struct sr_cq *cq)
 	pthread_mutex_unlock(&chan->lock);
 }
 
+atomic_ulong sr_chan_helped;
+
+/* A helping waiter is done once an event is queued. */
+static bool sr_chan_has_event(void *arg)
+{
+	struct sr_comp_channel *chan = arg;
+	bool ready;
+
+	pthread_mutex_lock(&chan->lock);
+	ready = !sr_list_empty(&chan->events);
+	pthread_mutex_unlock(&chan->lock);
+	return ready;
+}
+
+/*
+ * A blocking wait for the channel: rather than sleep on the eventfd while the engine thread
+ * waits for the socket and then wakes us, wait in the engine's epoll set ourselves and run
+ * the callbacks (sr_engine_help): the socket then wakes the thread that wants the
+ * completion. Returns -EINTR on a signal; anything else leaves the read to wait as before
+ * (another thread helps already, the engine has not started or does not take helpers).
+ */
+static int sr_chan_help_wait(struct sr_comp_channel *chan)
+{
+	int fl, err;
+
+	if (sr_chan_has_event(chan))
+		return 0;
+	fl = fcntl(chan->ch.fd, F_GETFL);
+	if (fl < 0 || (fl & O_NONBLOCK))
+		return 0; /* the read says EAGAIN by itself */
+	err = sr_engine_help(chan->ch.fd, sr_chan_has_event, chan);
+	if (!err)
+		atomic_fetch_add_explicit(&sr_chan_helped, 1, memory_order_relaxed);
+	return err == -EINTR ? -EINTR : 0;
+}
+
 SR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 			       void **cq_context)
 {
@@ -93,6 +131,10 @@ SR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq *
 	}
 	chan = sr_container_of(channel, struct sr_comp_channel, ch);
 	for (;;) {
+		if (sr_chan_help_wait(chan) == -EINTR) {
+			errno = EINTR; /* as the interrupted read would say */
+			return -1;
+		}
 		if (read(channel->fd, &cnt, sizeof(cnt)) != sizeof(cnt))
 			return -1; /* errno from read: EAGAIN when O_NONBLOCK, EINTR, ... */
 		pthread_mutex_lock(&chan->lock);

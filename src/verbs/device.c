@@ -252,6 +252,8 @@ static void sr_device_monitor_init(void)
 	}
 	sr_mon.h.fd = sr_netdev_monitor_fd(sr_mon.mon);
 	sr_mon.h.cb = sr_device_monitor_ready;
+	/* This starts the data path's engine: a blocking ibv_get_cq_event may help it. */
+	sr_engine_allow_helpers();
 	sr_mon.err = sr_engine_add(&sr_mon.h, EPOLLIN);
 	/* Subscribed first, dumped second: no change can fall between the two. */
 	sr_device_registry_refresh();

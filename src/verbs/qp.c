@@ -152,6 +152,7 @@ static struct ibv_qp *sr_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 
 	sr_list_init(&qp->rq_taken);
 	pthread_mutex_init(&qp->lock, NULL);
+	pthread_mutex_init(&qp->poll_lock, NULL);
 	pthread_mutex_init(&qp->ibqp.mutex, NULL);
 	pthread_cond_init(&qp->ibqp.cond, NULL);
 	qp->ibqp.context = pd->context;
@@ -174,6 +175,7 @@ static struct ibv_qp *sr_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 	atomic_fetch_add(&qp->rcq->users, 1);
 	if (qp->srq)
 		atomic_fetch_add(&qp->srq->users, 1);
+	sr_cq_add_qp(qp);
 	a->cap = qp->cap;
 	return &qp->ibqp;
 err_free:
@@ -268,9 +270,10 @@ SR_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_lock(&qp->lock);
 	xops = qp->xops;
 	pthread_mutex_unlock(&qp->lock);
+	sr_cq_del_qp(qp); /* no poll pass reaches it any more */
 	/* After detach the transport never touches the QP again; destroy flushes nothing. */
 	if (xops)
-		xops->detach(qp);
+		sr_qp_detach_polled(qp, xops);
 	/* Receive WQEs the transport did not hand back: their copies are its to free now. */
 	pthread_mutex_lock(&qp->lock);
 	sr_qp_drop_taken_locked(qp, false);
@@ -284,6 +287,7 @@ SR_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->srq)
 		atomic_fetch_sub(&qp->srq->users, 1);
 	pthread_mutex_destroy(&qp->lock);
+	pthread_mutex_destroy(&qp->poll_lock);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	sr_qp_free_rings(qp);

@@ -114,13 +114,8 @@ SR_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int a
 		/* RESET empties the queues without completions. */
 		sr_qp_discard_locked(qp);
 		pthread_mutex_unlock(&qp->lock);
-		if (xops) {
-			xops->detach(qp);
-			pthread_mutex_lock(&qp->lock);
-			qp->xops = NULL;
-			qp->xport = NULL;
-			pthread_mutex_unlock(&qp->lock);
-		}
+		if (xops)
+			sr_qp_detach_polled(qp, xops);
 		return 0;
 	}
 	if (next == IBV_QPS_ERR) {

@@ -117,7 +117,8 @@ struct sr_cq {
 	/* Entries in the ring; changed under lock, read without it by sr_poll_cq to tell an
 	 * empty CQ without taking the lock the transport needs to push. */
 	_Atomic uint32_t count;
-	int armed;                   /* 0, or 1 + solicited_only */
+	/* 0, or 1 + solicited_only; written under lock, read without it by the empty poll */
+	_Atomic int armed;
 	bool overflow;               /* reported once as IBV_EVENT_CQ_ERR */
 	struct sr_comp_channel *chan;
 	atomic_int users;            /* QPs/SRQs: destroy fails with EBUSY while > 0 */
@@ -125,6 +126,17 @@ struct sr_cq {
 	/* verbs-private */
 	struct sr_cq_event chan_ev;  /* under chan->lock */
 	atomic_int async_events;     /* CQ_ERR events posted, for destroy to wait on acks */
+	/*
+	 * Progress in the polling thread (docs/ARCHITECTURE.md, "Progress in the application's
+	 * thread"): the QPs completing into this CQ (struct sr_qp_cq_link), round-robin from the
+	 * head, under qps_lock; `polled` says a poll pass may have taken a connection's input
+	 * from the engine, which arming hands back.
+	 */
+	pthread_mutex_t qps_lock;
+	struct sr_list qps;
+	atomic_bool polled;
+	atomic_uint empty_polls;     /* unarmed empty polls in a row (sr_poll_cq) */
+	atomic_ulong polled_wc;      /* completions pushed inside a poll pass (tests, stats) */
 };
 
 static inline struct sr_cq *to_sr_cq(struct ibv_cq *cq)
@@ -206,6 +218,22 @@ struct sr_xport_ops {
 	/* A receive was posted to the QP's own RQ after sr_rq_take() had found none (the
 	 * transport holds a Send for it). No verbs lock held. */
 	void (*rq_kick)(struct sr_qp *qp);
+	/*
+	 * Progress from the calling thread (ibv_poll_cq found the CQ empty and not armed):
+	 * returns whether it ran the receive side. Never waits for another thread that might
+	 * hold a verbs lock or be inside an engine callback. Called under qp->poll_lock only.
+	 */
+	bool (*poll)(struct sr_qp *qp);
+	/* The application armed a CQ of this QP: the engine takes the input back now.
+	 * Under qp->poll_lock only. */
+	void (*poll_release)(struct sr_qp *qp);
+};
+
+/* A QP's place on the QP list of one of its CQs (two when the send and recv CQs differ). */
+struct sr_qp_cq_link {
+	struct sr_list node;
+	struct sr_qp *qp;
+	struct sr_cq *cq;
 };
 
 struct sr_qp {
@@ -242,6 +270,11 @@ struct sr_qp {
 	bool sqd_notify;             /* post IBV_EVENT_SQ_DRAINED once SQD has drained */
 	struct sr_list rq_taken;     /* receive WQEs (own RQ or SRQ) the transport holds */
 	uint32_t qpn_index;          /* slot in the process-wide QP number table */
+	/* Poll-mode progress: a poller holds poll_lock (try-locked, under its CQ's qps_lock)
+	 * while it reaches xport; detach holds it while the transport lets go, so a poller
+	 * never sees a freed connection. */
+	pthread_mutex_t poll_lock;
+	struct sr_qp_cq_link cq_link[2]; /* [0] send CQ, [1] recv CQ (unused if the same) */
 };
 
 static inline struct sr_qp *to_sr_qp(struct ibv_qp *qp)
@@ -382,6 +415,8 @@ void sr_async_drain_obj(struct ibv_context *ctx, void *obj, atomic_int *posted,
 
 /* channel.c: queue one event of cq and count it on the fd (cq->lock held) */
 void sr_chan_signal(struct sr_comp_channel *chan, struct sr_cq *cq);
+/* channel.c: blocking ibv_get_cq_event calls that waited as the engine's helper (tests) */
+extern atomic_ulong sr_chan_helped;
 /* channel.c: forget the queued, unfetched events of cq (destroy) */
 void sr_chan_forget(struct sr_comp_channel *chan, struct sr_cq *cq);
 
@@ -440,6 +475,11 @@ int sr_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr *
 int sr_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 /* cq.c */
 int sr_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+/* A QP's CQ membership (create / destroy); removal waits for a poller on the QP. */
+void sr_cq_add_qp(struct sr_qp *qp);
+void sr_cq_del_qp(struct sr_qp *qp);
+/* Let the transport go under qp->poll_lock (destroy, RESET): no poller meets it freed. */
+void sr_qp_detach_polled(struct sr_qp *qp, const struct sr_xport_ops *xops);
 int sr_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 /* qp.c */
 struct ibv_qp *sr_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);

@@ -212,11 +212,13 @@ void sr_qp_attach_xport(struct sr_qp *qp, const struct sr_xport_ops *ops, void *
 {
 	bool kick;
 
+	pthread_mutex_lock(&qp->poll_lock); /* a poller of the QP's CQs reads xops under it */
 	pthread_mutex_lock(&qp->lock);
 	qp->xops = ops;
 	qp->xport = ops ? xport : NULL;
 	kick = ops && qp->state == IBV_QPS_RTS && qp->sq_started < qp->sq_count;
 	pthread_mutex_unlock(&qp->lock);
+	pthread_mutex_unlock(&qp->poll_lock);
 	/* WQEs posted in RTS before the transport arrived start now. */
 	if (kick)
 		ops->sq_kick(qp);
