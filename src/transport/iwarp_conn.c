@@ -37,6 +37,7 @@ static void sr_iw_conn_free(struct sr_iw_conn *c)
 	sr_engine_timer_cancel(&c->close_t);
 	pthread_mutex_destroy(&c->tx_lock);
 	free(c->fp);
+	free(c->rx_st); /* bytes still staged when the stream ended */
 	free(c->rreq);
 	free(c->resp);
 	free(c);
