@@ -241,6 +241,7 @@ struct sr_iw_conn {
 	 * is empty when sr_iw_rx returns: an idle connection holds none. */
 	uint8_t *rx_st;
 	uint32_t rx_st_pos, rx_st_len;
+	bool rx_after_direct;         /* the last read placed payload in place (sr_iw_rx_stage_len) */
 
 	bool closed;                  /* cb.closed has been called */
 	int close_err;

@@ -457,14 +457,14 @@ static size_t sr_iw_rx_staged(const struct sr_iw_conn *c)
 
 /*
  * One recvmsg(): straight into `dst` (at most `len` bytes, the rest of a large payload) with
- * up to `la` bytes after it into the staging buffer, or with `dst` NULL as much as the
- * staging buffer holds. Only called with nothing staged. Returns what recvmsg() returned;
- * bytes beyond `len` are left staged.
+ * up to `st_len` bytes after it into the staging buffer, or with `dst` NULL only into the
+ * staging buffer. Only called with nothing staged. Returns what recvmsg() returned; bytes
+ * beyond `len` are left staged.
  */
-static ssize_t sr_iw_rx_recv(struct sr_iw_conn *c, void *dst, size_t len, size_t la)
+static ssize_t sr_iw_rx_recv(struct sr_iw_conn *c, void *dst, size_t len, size_t st_len)
 {
-	struct iovec iov[2];
-	struct msghdr m = { .msg_iov = iov };
+	struct iovec iov[2], *st = iov;
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 1 };
 	ssize_t n;
 
 	if (!c->rx_st && !(c->rx_st = malloc(SR_IW_RX_STAGE))) {
@@ -473,17 +473,31 @@ static ssize_t sr_iw_rx_recv(struct sr_iw_conn *c, void *dst, size_t len, size_t
 	}
 	if (dst) {
 		iov[0] = (struct iovec){ .iov_base = dst, .iov_len = len };
-		iov[1] = (struct iovec){ .iov_base = c->rx_st, .iov_len = la };
-		m.msg_iovlen = la ? 2 : 1;
+		st = &iov[1];
+		m.msg_iovlen = st_len ? 2 : 1;
 	} else {
-		iov[0] = (struct iovec){ .iov_base = c->rx_st, .iov_len = SR_IW_RX_STAGE };
-		m.msg_iovlen = 1;
 		len = 0;
 	}
+	*st = (struct iovec){ .iov_base = c->rx_st, .iov_len = SR_MIN(st_len, SR_IW_RX_STAGE) };
 	n = recvmsg(c->fd, &m, MSG_DONTWAIT);
 	c->rx_st_pos = 0;
 	c->rx_st_len = n > (ssize_t)len ? (uint32_t)((size_t)n - len) : 0;
+	c->rx_after_direct = dst != NULL;
 	return n;
+}
+
+/*
+ * How much a read into staging asks for: all the buffer holds, except right after a large
+ * payload was read in place. The stream then likely goes on with large FPDUs (the next
+ * message of a large transfer behind the short last segment of this one): read only to
+ * the next header, so that the next large payload is read in place too, not copied.
+ */
+static size_t sr_iw_rx_stage_len(const struct sr_iw_conn *c)
+{
+	if (!c->rx_after_direct)
+		return SR_IW_RX_STAGE;
+	return SR_MIN(sr_fpdu_rx_fpdu_rest(&c->rx), (size_t)SR_IW_RX_DIRECT_MIN) +
+	       SR_FPDU_HDR_UNTAGGED;
 }
 
 /* Give the staging buffer back once it holds nothing: an idle connection keeps none. */
@@ -569,7 +583,7 @@ int sr_iw_rx(struct sr_iw_conn *c)
 			to = dst;
 		}
 		if (!sr_iw_rx_staged(c) && !(dst && ask >= SR_IW_RX_DIRECT_MIN)) {
-			n = sr_iw_rx_recv(c, NULL, 0, 0);
+			n = sr_iw_rx_recv(c, NULL, 0, sr_iw_rx_stage_len(c));
 			if (n <= 0) {
 				r = sr_iw_rx_short(c, n, &need);
 				if (r == -EINTR)
