@@ -459,9 +459,10 @@ static size_t sr_iw_rx_staged(const struct sr_iw_conn *c)
  * One recvmsg(): straight into `dst` (at most `len` bytes, the rest of a large payload) with
  * up to `st_len` bytes after it into the staging buffer, or with `dst` NULL only into the
  * staging buffer. Only called with nothing staged. Returns what recvmsg() returned; bytes
- * beyond `len` are left staged.
+ * beyond `len` are left staged. *drained: it returned less than asked, the socket is empty.
  */
-static ssize_t sr_iw_rx_recv(struct sr_iw_conn *c, void *dst, size_t len, size_t st_len)
+static ssize_t sr_iw_rx_recv(struct sr_iw_conn *c, void *dst, size_t len, size_t st_len,
+			     bool *drained)
 {
 	struct iovec iov[2], *st = iov;
 	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 1 };
@@ -480,6 +481,7 @@ static ssize_t sr_iw_rx_recv(struct sr_iw_conn *c, void *dst, size_t len, size_t
 	}
 	*st = (struct iovec){ .iov_base = c->rx_st, .iov_len = SR_MIN(st_len, SR_IW_RX_STAGE) };
 	n = recvmsg(c->fd, &m, MSG_DONTWAIT);
+	*drained = n >= 0 && (size_t)n < len + st->iov_len;
 	c->rx_st_pos = 0;
 	c->rx_st_len = n > (ssize_t)len ? (uint32_t)((size_t)n - len) : 0;
 	c->rx_after_direct = dst != NULL;
@@ -547,6 +549,7 @@ static int sr_iw_rx_short(struct sr_iw_conn *c, ssize_t n, const struct sr_fpdu_
 int sr_iw_rx(struct sr_iw_conn *c)
 {
 	size_t budget = SR_IW_RX_BUDGET;
+	bool drained = false;
 
 	/* A held Send: has its receive come (or its time run out)? Then go on, first with
 	 * what is staged behind it. */
@@ -568,6 +571,10 @@ int sr_iw_rx(struct sr_iw_conn *c)
 			sr_iw_rx_terminate(c);
 			return -EPROTO;
 		}
+		/* A read came back short: the socket has nothing more now. Asking again would
+		 * only draw EAGAIN; the level-triggered poll brings us back for what follows. */
+		if (drained && !sr_iw_rx_staged(c))
+			return sr_iw_rx_out(c, 0);
 		ask = need.len;
 		to = need.buf;
 		if (need.stage == SR_FPDU_RX_PAYLOAD) {
@@ -583,7 +590,7 @@ int sr_iw_rx(struct sr_iw_conn *c)
 			to = dst;
 		}
 		if (!sr_iw_rx_staged(c) && !(dst && ask >= SR_IW_RX_DIRECT_MIN)) {
-			n = sr_iw_rx_recv(c, NULL, 0, sr_iw_rx_stage_len(c));
+			n = sr_iw_rx_recv(c, NULL, 0, sr_iw_rx_stage_len(c), &drained);
 			if (n <= 0) {
 				r = sr_iw_rx_short(c, n, &need);
 				if (r == -EINTR)
@@ -611,7 +618,8 @@ int sr_iw_rx(struct sr_iw_conn *c)
 			n = sr_iw_rx_recv(c, dst, ask,
 					  ask == need.len ? sr_fpdu_rx_lookahead(&c->rx) +
 								    SR_IW_RX_LA_EXTRA :
-							    0);
+							    0,
+					  &drained);
 			from = dst;
 			if (n > 0)
 				budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
