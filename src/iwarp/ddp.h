@@ -259,6 +259,13 @@ void sr_fpdu_rx_need(struct sr_fpdu_rx *rx, struct sr_fpdu_rx_need *need);
  */
 size_t sr_fpdu_rx_lookahead(const struct sr_fpdu_rx *rx);
 
+/*
+ * Bytes from here to the end of the current FPDU: header, payload, pad and CRC still to
+ * come. In the HDR stage before the ULPDU_Length field is complete, only the header bytes
+ * asked for. 0 once FAILED.
+ */
+size_t sr_fpdu_rx_fpdu_rest(const struct sr_fpdu_rx *rx);
+
 /**
  * sr_fpdu_rx_advance - account for @n bytes read as sr_fpdu_rx_need() asked.
  * @payload: in the PAYLOAD stage, the @n bytes just placed, for the CRC

@@ -349,6 +349,27 @@ size_t sr_fpdu_rx_lookahead(const struct sr_fpdu_rx *rx)
 	}
 }
 
+size_t sr_fpdu_rx_fpdu_rest(const struct sr_fpdu_rx *rx)
+{
+	const uint8_t *h = rx->hdrbuf[rx->hdr_cur];
+	size_t whole;
+
+	switch (rx->stage) {
+	case SR_FPDU_RX_HDR:
+		if (rx->hdr_have < SR_MPA_LEN_SIZE)
+			return (size_t)(rx->hdr_want - rx->hdr_have);
+		whole = SR_MPA_LEN_SIZE + (size_t)sr_get_be16(h) +
+			sr_mpa_pad(sr_get_be16(h)) + SR_MPA_CRC_SIZE;
+		return whole - rx->hdr_have;
+	case SR_FPDU_RX_PAYLOAD:
+		return (size_t)(rx->seg.payload_len - rx->data_done) + rx->trl_want;
+	case SR_FPDU_RX_TRAILER:
+		return (size_t)(rx->trl_want - rx->trl_have);
+	default:
+		return 0;
+	}
+}
+
 int sr_fpdu_rx_advance(struct sr_fpdu_rx *rx, size_t n, const void *payload)
 {
 	switch (rx->stage) {

@@ -6,8 +6,9 @@
  * Threads: the receive side runs on libibverbs' engine thread, or in a thread polling one of
  * the QP's CQs (iwarp_poll.c), one at a time under rx_lock. The transmit side runs
  * in whichever thread holds tx_lock: the application thread that posted (sq_kick) or the
- * engine thread (socket writable, Read Request arrived, first FPDU arrived). Payload never
- * passes through a staging buffer: it is sent from and received into registered memory.
+ * engine thread (socket writable, Read Request arrived, first FPDU arrived). Payload is sent
+ * from registered memory; received payload is copied out of the receive side's staging
+ * buffer, or, the rest of a large one, received straight into registered memory.
  */
 #ifndef SR_TRANSPORT_IWARP_H
 #define SR_TRANSPORT_IWARP_H
@@ -315,10 +316,12 @@ struct sr_iw_conn {
 	struct sr_mr *rx_wmr;         /* MR of the Write segment being placed: kept apart from
 				       * rx_rbuf, which a Send message may still be filling */
 	bool rx_discard;              /* zero-length RTR segment: nothing to place */
-	/* Framing bytes read ahead with the payload (trailer, start of the next header) so a
-	 * full-size FPDU costs one recvmsg(); never payload (sr_fpdu_rx_lookahead). */
-	uint8_t rx_la[SR_FPDU_TRAILER_MAX + SR_FPDU_HDR_MIN];
-	uint8_t rx_la_pos, rx_la_len;
+	/* Staging buffer (SR_IW_RX_STAGE bytes): what one recvmsg() read ahead of the parser,
+	 * [rx_st_pos, rx_st_len) not taken yet. Allocated when a read needs it, freed once it
+	 * is empty when sr_iw_rx returns: an idle connection holds none. */
+	uint8_t *rx_st;
+	uint32_t rx_st_pos, rx_st_len;
+	bool rx_after_direct;         /* the last read placed payload in place (sr_iw_rx_stage_len) */
 
 	/*
 	 * Poll-mode progress (iwarp_poll.c; docs/ARCHITECTURE.md, "Progress in the application's

@@ -86,6 +86,7 @@ static void sr_iw_conn_free(struct sr_iw_conn *c)
 	pthread_mutex_destroy(&c->tx_lock);
 	pthread_mutex_destroy(&c->rx_lock);
 	free(c->fp);
+	free(c->rx_st); /* bytes still staged when the stream ended */
 	free(c->rreq);
 	free(c->resp);
 	free(c);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * Receive: drive the FPDU parser from the socket. Headers go into the parser's small buffer;
- * payload is received straight into its destination (the MR named by a tagged STag, the
- * posted receive buffer, or the sink of our Read Request) after the header has been checked
- * against the STag, bounds, access rights and protection domain. Runs on the engine thread
- * or in a thread polling a CQ of the QP (iwarp_poll.c), under rx_lock.
+ * Receive: drive the FPDU parser from the socket. One recvmsg() fills a staging buffer with
+ * as many FPDUs as the socket holds; the parser takes them from there, headers into its own
+ * small buffers and payload copied to its destination (the MR named by a tagged STag, the
+ * posted receive buffer, or the sink of our Read Request) once the header has been checked
+ * against the STag, bounds, access rights and protection domain. The rest of a large payload
+ * is received straight into its destination instead, no copy. Runs on the engine thread or in a
+ * thread polling a CQ of the QP (iwarp_poll.c), under rx_lock: one caller at a time.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,8 +21,16 @@
 
 /* Per call, so that one busy connection cannot starve the others. */
 #define SR_IW_RX_BUDGET (4u << 20)
-/* Smallest read that also reads the trailer and next header ahead. */
-#define SR_IW_RX_LOOKAHEAD_MIN 512
+/*
+ * Staging buffer: one recvmsg() reads this much at most (docs/PERFORMANCE.md, "Staged
+ * receive"). A payload remainder of at least SR_IW_RX_DIRECT_MIN bytes skips it and is
+ * received in place: there a second copy would cost more than the recvmsg() it saves.
+ */
+#define SR_IW_RX_STAGE      65536u
+#define SR_IW_RX_DIRECT_MIN 16384u
+/* Staged behind a direct read besides the trailer and the shortest header: the rest of an
+ * untagged header, so a large Send's next FPDU needs no read of its own for it. */
+#define SR_IW_RX_LA_EXTRA (SR_FPDU_HDR_UNTAGGED - SR_FPDU_HDR_MIN)
 
 static enum sr_iw_err sr_iw_tagged_err(enum sr_access_result r)
 {
@@ -446,46 +456,118 @@ static void sr_iw_rx_terminate(struct sr_iw_conn *c)
 	sr_iw_queue_terminate(c, &t);
 }
 
-/*
- * Read what the parser asks for into `to` (at most `len` bytes), plus up to the parser's
- * look-ahead into c->rx_la when `to` would be filled completely.
- */
-static ssize_t sr_iw_rx_read(struct sr_iw_conn *c, void *to, size_t len, bool full)
+/* Bytes read into the staging buffer that the parser has not taken yet. */
+static size_t sr_iw_rx_staged(const struct sr_iw_conn *c)
 {
-	struct iovec iov[2] = { { .iov_base = to, .iov_len = len } };
+	return c->rx_st_len - c->rx_st_pos;
+}
+
+/*
+ * One recvmsg(): straight into `dst` (at most `len` bytes, the rest of a large payload) with
+ * up to `st_len` bytes after it into the staging buffer, or with `dst` NULL only into the
+ * staging buffer. Only called with nothing staged. Returns what recvmsg() returned; bytes
+ * beyond `len` are left staged. *drained: it returned less than asked, the socket is empty.
+ */
+static ssize_t sr_iw_rx_recv(struct sr_iw_conn *c, void *dst, size_t len, size_t st_len,
+			     bool *drained)
+{
+	struct iovec iov[2], *st = iov;
 	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 1 };
-	size_t la = full ? sr_fpdu_rx_lookahead(&c->rx) : 0;
 	ssize_t n;
 
-	if (la > sizeof(c->rx_la))
-		la = sizeof(c->rx_la);
-	if (la) {
-		iov[1].iov_base = c->rx_la;
-		iov[1].iov_len = la;
-		m.msg_iovlen = 2;
+	if (!c->rx_st && !(c->rx_st = malloc(SR_IW_RX_STAGE))) {
+		errno = ENOMEM;
+		return -1;
 	}
+	if (dst) {
+		iov[0] = (struct iovec){ .iov_base = dst, .iov_len = len };
+		st = &iov[1];
+		m.msg_iovlen = st_len ? 2 : 1;
+	} else {
+		len = 0;
+	}
+	*st = (struct iovec){ .iov_base = c->rx_st, .iov_len = SR_MIN(st_len, SR_IW_RX_STAGE) };
 	n = recvmsg(c->fd, &m, MSG_DONTWAIT);
-	if (n > (ssize_t)len) {
-		c->rx_la_pos = 0;
-		c->rx_la_len = (uint8_t)(n - (ssize_t)len);
-		n = (ssize_t)len;
-	}
+	*drained = n >= 0 && (size_t)n < len + st->iov_len;
+	c->rx_st_pos = 0;
+	c->rx_st_len = n > (ssize_t)len ? (uint32_t)((size_t)n - len) : 0;
+	c->rx_after_direct = dst != NULL;
 	return n;
 }
 
+/*
+ * How much a read into staging asks for: all the buffer holds, except right after a large
+ * payload was read in place. The stream then likely goes on with large FPDUs (the next
+ * message of a large transfer behind the short last segment of this one): read only to
+ * the next header, so that the next large payload is read in place too, not copied.
+ */
+static size_t sr_iw_rx_stage_len(const struct sr_iw_conn *c)
+{
+	if (!c->rx_after_direct)
+		return SR_IW_RX_STAGE;
+	return SR_MIN(sr_fpdu_rx_fpdu_rest(&c->rx), (size_t)SR_IW_RX_DIRECT_MIN) +
+	       SR_FPDU_HDR_UNTAGGED;
+}
+
+/* Give the staging buffer back once it holds nothing: an idle connection keeps none. */
+static int sr_iw_rx_out(struct sr_iw_conn *c, int ret)
+{
+	if (c->rx_st && !sr_iw_rx_staged(c)) {
+		free(c->rx_st);
+		c->rx_st = NULL;
+		c->rx_st_pos = c->rx_st_len = 0;
+	}
+	return ret;
+}
+
+/*
+ * recvmsg() returned n <= 0 with the parser wanting `need`: -EINTR to try again, 0 to wait
+ * for the socket, else sr_iw_rx's answer for the end of the stream.
+ */
+static int sr_iw_rx_short(struct sr_iw_conn *c, ssize_t n, const struct sr_fpdu_rx_need *need)
+{
+	bool between = need->stage == SR_FPDU_RX_HDR && c->rx.hdr_have == 0;
+
+	if (n == 0) {
+		/* EOF between FPDUs is an orderly close; inside one it is not. */
+		if (between)
+			return SR_IW_RX_EOF;
+		/* The peer only half-closed, maybe: tell it why the stream dies. */
+		sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_MPA_TCP_LOST);
+		sr_iw_rx_terminate(c);
+		return -ECONNRESET;
+	}
+	if (errno == EINTR)
+		return -EINTR;
+	if (errno == EAGAIN || errno == EWOULDBLOCK)
+		return 0;
+	/* Everything before the reset was read: the caller decides what it means. */
+	if (errno == ECONNRESET && between)
+		return SR_IW_RX_RESET;
+	return -errno;
+}
+
+/*
+ * Read the stream, a staging buffer's worth per recvmsg(), and feed it to the parser in the
+ * pieces it asks for: headers and trailers into its buffers, payload copied to its
+ * destination. Only the rest of a large payload is read straight into its destination, with
+ * the next FPDU's framing staged behind it in the same call.
+ */
 int sr_iw_rx(struct sr_iw_conn *c)
 {
 	size_t budget = SR_IW_RX_BUDGET;
+	bool drained = false;
 
-	/* A held Send: has its receive come (or its time run out)? Then read on. */
+	/* A held Send: has its receive come (or its time run out)? Then go on, first with
+	 * what is staged behind it. */
 	if (c->rx_state == SR_IW_RXS_HELD && sr_iw_on_send_hdr(c) == SR_IW_RX_HOLD)
 		return 0;
 
-	/* Bytes already read ahead are consumed even when the budget is spent: the socket may
-	 * not become readable again to bring us back for them. */
-	while (budget || c->rx_la_pos < c->rx_la_len) {
+	/* Staged bytes are consumed even when the budget is spent: the socket may not become
+	 * readable again to bring us back for them. */
+	while (budget || sr_iw_rx_staged(c)) {
 		struct sr_fpdu_rx_need need;
-		uint8_t *dst = NULL, *to;
+		uint8_t *dst = NULL, *to, *from;
 		struct sr_mr *mr = NULL;
 		size_t ask;
 		ssize_t n;
@@ -496,6 +578,10 @@ int sr_iw_rx(struct sr_iw_conn *c)
 			sr_iw_rx_terminate(c);
 			return -EPROTO;
 		}
+		/* A read came back short: the socket has nothing more now. Asking again would
+		 * only draw EAGAIN; the level-triggered poll brings us back for what follows. */
+		if (drained && !sr_iw_rx_staged(c))
+			return sr_iw_rx_out(c, 0);
 		ask = need.len;
 		to = need.buf;
 		if (need.stage == SR_FPDU_RX_PAYLOAD) {
@@ -506,29 +592,46 @@ int sr_iw_rx(struct sr_iw_conn *c)
 				sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_DDP_CATA);
 				continue;
 			}
-			/* The region may have been deregistered since the header was checked:
-			 * hold it for this one non-blocking read (sr_mr_enter). */
-			if (mr && !sr_mr_enter(mr)) {
-				sr_iw_rx_revoked(c);
-				continue;
-			}
 			if (ask > contig)
 				ask = contig;
 			to = dst;
 		}
+		if (!sr_iw_rx_staged(c) && !(dst && ask >= SR_IW_RX_DIRECT_MIN)) {
+			n = sr_iw_rx_recv(c, NULL, 0, sr_iw_rx_stage_len(c), &drained);
+			if (n <= 0) {
+				r = sr_iw_rx_short(c, n, &need);
+				if (r == -EINTR)
+					continue;
+				return sr_iw_rx_out(c, r);
+			}
+			budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
+		}
+		/* The region may have been deregistered since the header was checked: hold it
+		 * for this one copy or non-blocking read (sr_mr_enter). */
+		if (mr && !sr_mr_enter(mr)) {
+			sr_iw_rx_revoked(c);
+			continue;
+		}
 		if (dst)
 			sr_dma_write_begin(); /* payload into registered memory */
-		if (c->rx_la_pos < c->rx_la_len) {
-			n = SR_MIN((ssize_t)ask, (ssize_t)(c->rx_la_len - c->rx_la_pos));
-			memcpy(to, c->rx_la + c->rx_la_pos, (size_t)n);
-			c->rx_la_pos += (uint8_t)n;
+		if (sr_iw_rx_staged(c)) {
+			n = (ssize_t)SR_MIN(ask, sr_iw_rx_staged(c));
+			from = c->rx_st + c->rx_st_pos;
+			memcpy(to, from, (size_t)n);
+			c->rx_st_pos += (uint32_t)n;
 		} else {
-			/* Look ahead only past the end of what the parser wants now: with the
-			 * payload cut short by an SGE boundary, more payload follows. Not for
-			 * tiny reads either: a 64-byte WRITE stream on loopback ran 15-40%
-			 * slower with it (bench/run.sh -t write -S 64, back to back). */
-			n = sr_iw_rx_read(c, to, ask,
-					  ask == need.len && ask >= SR_IW_RX_LOOKAHEAD_MIN);
+			/* The rest of this payload (not cut short by an SGE boundary) is followed
+			 * by its trailer and the next header: stage them with it. */
+			n = sr_iw_rx_recv(c, dst, ask,
+					  ask == need.len ? sr_fpdu_rx_lookahead(&c->rx) +
+								    SR_IW_RX_LA_EXTRA :
+							    0,
+					  &drained);
+			from = dst;
+			if (n > 0)
+				budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
+			if (n > (ssize_t)ask)
+				n = (ssize_t)ask;
 		}
 		err = errno;
 		if (dst)
@@ -536,37 +639,23 @@ int sr_iw_rx(struct sr_iw_conn *c)
 		if (mr)
 			sr_mr_leave(mr);
 		errno = err;
-		if (n == 0) {
-			/* EOF between FPDUs is an orderly close; inside one it is not. */
-			if (need.stage == SR_FPDU_RX_HDR && c->rx.hdr_have == 0)
-				return SR_IW_RX_EOF;
-			/* The peer only half-closed, maybe: tell it why the stream dies. */
-			sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_MPA_TCP_LOST);
-			sr_iw_rx_terminate(c);
-			return -ECONNRESET;
-		}
-		if (n < 0) {
-			if (errno == EINTR)
+		if (n <= 0) {
+			r = sr_iw_rx_short(c, n, &need);
+			if (r == -EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return 0;
-			/* Everything before the reset was read: the caller decides what it means. */
-			if (errno == ECONNRESET && need.stage == SR_FPDU_RX_HDR &&
-			    c->rx.hdr_have == 0)
-				return SR_IW_RX_RESET;
-			return -errno;
+			return sr_iw_rx_out(c, r);
 		}
-		budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
-		r = sr_fpdu_rx_advance(&c->rx, (size_t)n, dst);
+		/* The CRC runs over the bytes as read: in staging, or where they were placed. */
+		r = sr_fpdu_rx_advance(&c->rx, (size_t)n, from);
 		if (r == SR_FPDU_RX_HDR_DONE)
 			r = sr_iw_on_hdr(c);
 		else if (r == SR_FPDU_RX_SEG_DONE)
 			r = sr_iw_on_seg(c);
 		if (r == SR_IW_RX_HOLD)
-			return 0; /* not another byte until the receive is posted */
+			return sr_iw_rx_out(c, 0); /* nothing more until the receive is posted */
 		if (r == -ECONNRESET)
 			return r; /* the peer terminated */
 		/* other failures leave the parser FAILED: the next turn sends our Terminate */
 	}
-	return 0;
+	return sr_iw_rx_out(c, 0);
 }

@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The receive side's staging buffer (iwarp_rx.c), against a raw peer: many FPDUs taken from
+ * one read, a stream cut at every byte across two reads (header, payload, trailer; staged and
+ * direct payload), a held Send with more FPDUs staged behind it that go on after the post
+ * without new socket input, a target deregistered while its FPDU sits in staging, and EOF
+ * right behind staged FPDUs (between them: orderly; inside one: Terminate).
+ */
+#include <sys/ioctl.h>
+
+#include "xport_helpers.h"
+
+#define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+
+struct st {
+	struct ep e;
+	int peer, qfd;
+	struct raw r;
+};
+
+static void st_up(struct st *t)
+{
+	ep_create(&t->e, NULL, false);
+	tcp_pair(&t->qfd, &t->peer);
+	raw_init(&t->r, t->peer, true);
+	t->r.qfd = t->qfd;
+	ep_attach(&t->e, t->qfd, true, mpa_conn(true, 0, 4, 4));
+}
+
+static void st_down(struct st *t)
+{
+	ep_destroy(&t->e);
+	close(t->peer);
+}
+
+/*
+ * Wait until the QP has taken every byte out of its socket: from then on all it has not
+ * processed yet sits in its staging buffer.
+ */
+static void wait_drained(struct st *t)
+{
+	uint64_t end = now_ms() + T_WAIT_MS;
+	int q = -1;
+
+	while (now_ms() < end) {
+		assert_int_equal(ioctl(t->qfd, FIONREAD, &q), 0);
+		if (q == 0)
+			return;
+		usleep(200);
+	}
+	fail_msg("the QP left %d bytes in its socket for %d ms", q, T_WAIT_MS);
+}
+
+/* Hold Sends without a receive for as long as it takes. */
+static void hold_forever(struct st *t)
+{
+	struct ibv_qp_attr a = { .rnr_retry = 7, .min_rnr_timer = 12 };
+
+	assert_int_equal(ibv_modify_qp(t->e.qp, &a, IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER), 0);
+}
+
+/* The next FPDU from the QP is a Terminate with this cause (etype < 0: any), then the end. */
+static void expect_term(struct st *t, uint8_t layer, int etype, uint8_t ecode)
+{
+	struct sr_term_info got;
+
+	assert_int_equal(raw_next(&t->r, NULL, 0, T_WAIT_MS), 0);
+	assert_int_equal(t->r.seg.opcode, SR_RDMAP_OP_TERMINATE);
+	assert_int_equal(sr_term_parse(t->r.fpdu + SR_FPDU_HDR_UNTAGGED,
+				       t->r.seg.ulpdu_len - SR_DDP_UNTAGGED_HDR_LEN, &got),
+			 0);
+	assert_int_equal(got.cause.layer, layer);
+	if (etype >= 0)
+		assert_int_equal(got.cause.etype, etype);
+	assert_int_equal(got.cause.ecode, ecode);
+	raw_expect_end(&t->r);
+	assert_true(wait_closed(&t->e) < 0);
+	assert_int_equal(qp_state(&t->e), IBV_QPS_ERR);
+}
+
+/* ------------------------------------------------------------ many in one -- */
+
+#define MANY 300
+
+/* Hundreds of small Sends and Writes written at once: all placed, in order, every byte. */
+static void t_many_in_one_read(void **s)
+{
+	struct st t;
+	uint8_t *st = malloc(MANY * 128), *rbuf = calloc(MANY, 64), *mem = calloc(MANY, 64);
+	uint8_t msg[64];
+	struct ibv_mr *rmr, *mmr;
+	struct ibv_wc wc[MANY];
+	size_t l = 0;
+
+	(void)s;
+	st_up(&t);
+	hold_forever(&t);
+	rmr = ibv_reg_mr(t.e.pd, rbuf, MANY * 64, IBV_ACCESS_LOCAL_WRITE);
+	mmr = ibv_reg_mr(t.e.pd, mem, MANY * 64, ACC_ALL);
+	for (int i = 0; i < MANY; i++) {
+		uint32_t len = 1 + (uint32_t)i % 64;
+
+		if (i < EP_DEPTH)
+			post_recv1(&t.e, (uint64_t)i, rbuf + i * 64, 64, rmr->lkey);
+		fill(msg, len, (unsigned int)i);
+		l += fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND, true, (uint32_t)i + 1, 0, 0,
+				   msg, len);
+		l += fpdu_tagged(st + l, true, SR_RDMAP_OP_WRITE, true, mmr->rkey,
+				 (uintptr_t)mem + (size_t)i * 64, msg, len);
+	}
+	/* more Sends than the receive queue holds: the rest are posted as completions come */
+	xsend(t.peer, st, l);
+	for (int got = 0; got < MANY; got++) {
+		wait_wc(t.e.rcq, &wc[got], 1);
+		assert_int_equal(wc[got].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[got].wr_id, got);
+		assert_int_equal(wc[got].byte_len, 1 + got % 64);
+		if (got + EP_DEPTH < MANY)
+			post_recv1(&t.e, (uint64_t)(got + EP_DEPTH), rbuf + (got + EP_DEPTH) * 64, 64,
+				   rmr->lkey);
+	}
+	for (int i = 0; i < MANY; i++) {
+		uint32_t len = 1 + (uint32_t)i % 64;
+
+		fill(msg, len, (unsigned int)i);
+		assert_memory_equal(rbuf + i * 64, msg, len);
+		assert_memory_equal(mem + i * 64, msg, len);
+	}
+	assert_int_equal(closed_calls(&t.e, NULL), 0);
+	assert_int_equal(ibv_dereg_mr(rmr), 0);
+	assert_int_equal(ibv_dereg_mr(mmr), 0);
+	st_down(&t);
+	free(st);
+	free(rbuf);
+	free(mem);
+}
+
+/* ---------------------------------------------------------------- splits -- */
+
+/*
+ * A Send in two segments (payload 37 and 3: pads), a Write of `big` bytes to `stag`/`to` and a
+ * Send of 5. *write_at: where the Write's FPDU starts.
+ */
+static size_t split_stream(uint8_t *out, size_t big, const uint8_t *data, uint32_t stag,
+			   uint64_t to, size_t *write_at)
+{
+	size_t l = 0;
+
+	l += fpdu_untagged(out + l, true, SR_RDMAP_OP_SEND, false, 1, 0, 0, data, 37);
+	l += fpdu_untagged(out + l, true, SR_RDMAP_OP_SEND, true, 1, 37, 0, data + 37, 3);
+	*write_at = l;
+	l += fpdu_tagged(out + l, true, SR_RDMAP_OP_WRITE, true, stag, to, data, big);
+	l += fpdu_untagged(out + l, true, SR_RDMAP_OP_SEND, true, 2, 0, 0, "tail!", 5);
+	return l;
+}
+
+/* The stream of split_stream() written in two parts cut at `cut`, the second only once the
+ * QP has read the first: everything must arrive whole. */
+static void split_case(size_t big, size_t cut, const uint8_t *data)
+{
+	struct st t;
+	uint8_t rbuf[128] = { 0 };
+	uint8_t *mem = calloc(1, big), *stream = malloc(big + 256);
+	struct ibv_mr *rmr, *mmr;
+	struct ibv_wc wc[2];
+	size_t len, w;
+
+	st_up(&t);
+	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+	mmr = ibv_reg_mr(t.e.pd, mem, big, ACC_ALL);
+	post_recv1(&t.e, 1, rbuf, 64, rmr->lkey);
+	post_recv1(&t.e, 2, rbuf + 64, 64, rmr->lkey);
+	len = split_stream(stream, big, data, mmr->rkey, (uintptr_t)mem, &w);
+	assert_true(cut > 0 && cut < len);
+	xsend(t.peer, stream, cut);
+	wait_drained(&t);
+	xsend(t.peer, stream + cut, len - cut);
+	wait_wc(t.e.rcq, wc, 2);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[0].byte_len, 40);
+	assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[1].byte_len, 5);
+	assert_memory_equal(rbuf, data, 40);
+	assert_memory_equal(rbuf + 64, "tail!", 5);
+	/* the Write precedes the last Send: placed by the time it completes */
+	assert_memory_equal(mem, data, big);
+	assert_int_equal(closed_calls(&t.e, NULL), 0);
+	assert_int_equal(ibv_dereg_mr(rmr), 0);
+	assert_int_equal(ibv_dereg_mr(mmr), 0);
+	st_down(&t);
+	free(mem);
+	free(stream);
+}
+
+/* Small Write: every cut from the first byte to the last, all of it staged. */
+static void t_split_every_byte(void **s)
+{
+	const size_t big = 21;
+	uint8_t data[64], stream[256];
+	size_t len, w;
+
+	(void)s;
+	fill(data, sizeof(data), 5);
+	len = split_stream(stream, big, data, 0, 0, &w);
+	for (size_t cut = 1; cut < len; cut++)
+		split_case(big, cut, data);
+}
+
+/*
+ * A Write of 40000 bytes: its payload is read straight into the region from where the rest
+ * is large, staged where it is small. Cuts at every byte of the framing around it (the
+ * Send before, its header, the first payload bytes, its trailer, the Send after), and
+ * throughout its payload (both sides of the direct-read threshold).
+ */
+static void t_split_large_payload(void **s)
+{
+	const size_t big = 40000;
+	uint8_t *data = malloc(big), *stream = malloc(big + 256);
+	size_t len, w0, w1;
+
+	(void)s;
+	fill(data, big, 6);
+	len = split_stream(stream, big, data, 0, 0, &w0);
+	w1 = w0 + SR_FPDU_HDR_TAGGED + big; /* the Write's trailer */
+	for (size_t cut = w0 - 8; cut < w0 + SR_FPDU_HDR_TAGGED + 4; cut++)
+		split_case(big, cut, data);
+	for (size_t cut = w0 + SR_FPDU_HDR_TAGGED + 4; cut < w1 - 8; cut += 997)
+		split_case(big, cut, data);
+	for (size_t cut = w1 - 8; cut < len; cut++)
+		split_case(big, cut, data);
+	free(data);
+	free(stream);
+}
+
+/* ------------------------------------------------------------ held Send -- */
+
+/*
+ * Two Sends and a Write arrive together while no receive is posted: the first Send holds the
+ * stream with everything staged behind it. The posts alone (no new bytes from the peer) must
+ * bring all three in.
+ */
+static void t_held_send_staged_behind(void **s)
+{
+	struct st t;
+	uint8_t st[512], rbuf[128] = { 0 }, mem[64] = { 0 }, msg[48];
+	struct ibv_mr *rmr, *mmr;
+	struct ibv_wc wc[2];
+	size_t l = 0;
+
+	(void)s;
+	st_up(&t);
+	hold_forever(&t);
+	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+	mmr = ibv_reg_mr(t.e.pd, mem, sizeof(mem), ACC_ALL);
+	fill(msg, sizeof(msg), 7);
+	l += fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, msg, 10);
+	l += fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND, true, 2, 0, 0, msg + 10, 20);
+	l += fpdu_tagged(st + l, true, SR_RDMAP_OP_WRITE, true, mmr->rkey, (uintptr_t)mem, msg,
+			 sizeof(msg));
+	xsend(t.peer, st, l);
+	wait_drained(&t);
+	assert_int_equal(ibv_poll_cq(t.e.rcq, 1, wc), 0);
+	/* the QP has all of it and waits: nothing may be placed yet */
+	assert_int_equal(mem[0], 0);
+	post_recv1(&t.e, 1, rbuf, 64, rmr->lkey);
+	wait_wc(t.e.rcq, wc, 1);
+	assert_int_equal(wc[0].wr_id, 1);
+	assert_int_equal(wc[0].byte_len, 10);
+	/* the second Send holds again, staged: the Write behind it still waits */
+	assert_int_equal(mem[0], 0);
+	post_recv1(&t.e, 2, rbuf + 64, 64, rmr->lkey);
+	wait_wc(t.e.rcq, wc + 1, 1);
+	assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[1].wr_id, 2);
+	assert_int_equal(wc[1].byte_len, 20);
+	assert_memory_equal(rbuf, msg, 10);
+	assert_memory_equal(rbuf + 64, msg + 10, 20);
+	/* the Write comes in behind the Send without another byte from the peer: wait for it */
+	{
+		uint64_t end = now_ms() + T_WAIT_MS;
+
+		while (memcmp(mem, msg, sizeof(msg)) != 0 && now_ms() < end)
+			usleep(200);
+	}
+	assert_memory_equal(mem, msg, sizeof(msg));
+	assert_int_equal(closed_calls(&t.e, NULL), 0);
+	assert_int_equal(ibv_dereg_mr(rmr), 0);
+	assert_int_equal(ibv_dereg_mr(mmr), 0);
+	st_down(&t);
+}
+
+/*
+ * The target of a Write staged behind a held Send is deregistered before the Send's receive
+ * is posted: the Send completes, the Write is refused as an invalid STag and not a byte of
+ * the memory (reused by the application) changes.
+ */
+static void t_dereg_while_staged(void **s)
+{
+	struct st t;
+	uint8_t st[512], rbuf[64] = { 0 }, msg[48], ref[256];
+	uint8_t *mem = calloc(1, 256);
+	struct ibv_mr *rmr, *mmr;
+	struct ibv_wc wc;
+	size_t l = 0;
+
+	(void)s;
+	st_up(&t);
+	hold_forever(&t);
+	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+	mmr = ibv_reg_mr(t.e.pd, mem + 64, 64, ACC_ALL);
+	fill(msg, sizeof(msg), 8);
+	l += fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, msg, 10);
+	l += fpdu_tagged(st + l, true, SR_RDMAP_OP_WRITE, true, mmr->rkey, (uintptr_t)mem + 64,
+			 msg, sizeof(msg));
+	xsend(t.peer, st, l);
+	wait_drained(&t);
+	assert_int_equal(ibv_dereg_mr(mmr), 0);
+	memset(mem, 0x5a, 256); /* the application reuses the memory */
+	memcpy(ref, mem, 256);
+	post_recv1(&t.e, 1, rbuf, 64, rmr->lkey);
+	wait_wc(t.e.rcq, &wc, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 10);
+	assert_memory_equal(rbuf, msg, 10);
+	expect_term(&t, 1, 1, 0x00); /* DDP tagged buffer error, invalid STag */
+	assert_memory_equal(mem, ref, 256);
+	assert_int_equal(ibv_dereg_mr(rmr), 0);
+	st_down(&t);
+	free(mem);
+}
+
+/* ------------------------------------------------------------------- EOF -- */
+
+/* FPDUs and the peer's FIN in one go: all processed, then an orderly close. */
+static void t_eof_after_staged(void **s)
+{
+	struct st t;
+	uint8_t st[512], rbuf[64] = { 0 }, mem[64] = { 0 }, msg[48];
+	struct ibv_mr *rmr, *mmr;
+	struct ibv_wc wc[2];
+	size_t l = 0;
+
+	(void)s;
+	st_up(&t);
+	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+	mmr = ibv_reg_mr(t.e.pd, mem, sizeof(mem), ACC_ALL);
+	fill(msg, sizeof(msg), 9);
+	post_recv1(&t.e, 1, rbuf, 32, rmr->lkey);
+	post_recv1(&t.e, 2, rbuf + 32, 32, rmr->lkey);
+	l += fpdu_tagged(st + l, true, SR_RDMAP_OP_WRITE, true, mmr->rkey, (uintptr_t)mem, msg,
+			 sizeof(msg));
+	l += fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, msg, 16);
+	xsend(t.peer, st, l);
+	shutdown(t.peer, SHUT_WR);
+	assert_int_equal(wait_closed(&t.e), 0);
+	wait_wc(t.e.rcq, wc, 2);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[0].wr_id, 1);
+	assert_int_equal(wc[0].byte_len, 16);
+	assert_int_equal(wc[1].status, IBV_WC_WR_FLUSH_ERR);
+	assert_memory_equal(rbuf, msg, 16);
+	assert_memory_equal(mem, msg, sizeof(msg));
+	assert_false(wait_async(t.e.qp, IBV_EVENT_QP_FATAL, 50));
+	assert_int_equal(ibv_dereg_mr(rmr), 0);
+	assert_int_equal(ibv_dereg_mr(mmr), 0);
+	st_down(&t);
+}
+
+/* A whole Send and half of the next, then the FIN: the first completes, the stream dies
+ * with "TCP connection lost" (MPA layer) and the second receive is flushed. */
+static void t_eof_inside_staged(void **s)
+{
+	struct st t;
+	uint8_t st[512], rbuf[64] = { 0 }, msg[48];
+	struct ibv_mr *rmr;
+	struct ibv_wc wc[2];
+	size_t l = 0, l2;
+
+	(void)s;
+	st_up(&t);
+	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+	fill(msg, sizeof(msg), 10);
+	post_recv1(&t.e, 1, rbuf, 32, rmr->lkey);
+	post_recv1(&t.e, 2, rbuf + 32, 32, rmr->lkey);
+	l += fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, msg, 16);
+	l2 = fpdu_untagged(st + l, true, SR_RDMAP_OP_SEND, true, 2, 0, 0, msg + 16, 16);
+	xsend(t.peer, st, l + l2 / 2);
+	shutdown(t.peer, SHUT_WR);
+	expect_term(&t, 2, -1, 0x01); /* MPA: TCP connection lost */
+	wait_wc(t.e.rcq, wc, 2);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[0].byte_len, 16);
+	assert_memory_equal(rbuf, msg, 16);
+	assert_int_not_equal(wc[1].status, IBV_WC_SUCCESS);
+	assert_int_equal(ibv_dereg_mr(rmr), 0);
+	st_down(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(t_many_in_one_read),
+		cmocka_unit_test(t_split_every_byte),
+		cmocka_unit_test(t_split_large_payload),
+		cmocka_unit_test(t_held_send_staged_behind),
+		cmocka_unit_test(t_dereg_while_staged),
+		cmocka_unit_test(t_eof_after_staged),
+		cmocka_unit_test(t_eof_inside_staged),
+	};
+
+	return cmocka_run_group_tests(tests, grp_setup, grp_teardown);
+}
