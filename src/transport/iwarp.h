@@ -5,8 +5,9 @@
  *
  * Threads: the receive side runs only on libibverbs' engine thread. The transmit side runs
  * in whichever thread holds tx_lock: the application thread that posted (sq_kick) or the
- * engine thread (socket writable, Read Request arrived, first FPDU arrived). Payload never
- * passes through a staging buffer: it is sent from and received into registered memory.
+ * engine thread (socket writable, Read Request arrived, first FPDU arrived). Payload is
+ * sent from and received into registered memory; only small Sends and Writes are copied,
+ * into the transmit batch, so that several share a sendmsg() (SR_IW_STAGE_MSG).
  */
 #ifndef SR_TRANSPORT_IWARP_H
 #define SR_TRANSPORT_IWARP_H

@@ -3,7 +3,7 @@
  * Transmit: cut Sends, RDMA Writes, Read Requests and Read Responses into FPDUs no larger
  * than the socket's current MSS allows, and write them with sendmsg() whose iovecs point at
  * the headers, the registered memory and the trailers (several FPDUs of one message per
- * call). Non-blocking: when the socket
+ * call, or several small messages copied into the batch). Non-blocking: when the socket
  * is full the engine resumes on EPOLLOUT.
  */
 #include <assert.h>
