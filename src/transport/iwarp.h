@@ -7,8 +7,10 @@
  * the QP's CQs (iwarp_poll.c), one at a time under rx_lock. The transmit side runs
  * in whichever thread holds tx_lock: the application thread that posted (sq_kick) or the
  * engine thread (socket writable, Read Request arrived, first FPDU arrived). Payload is sent
- * from registered memory; received payload is copied out of the receive side's staging
- * buffer, or, the rest of a large one, received straight into registered memory.
+ * from registered memory, except small Sends and Writes, which are copied into the transmit
+ * batch so that several share a sendmsg() (SR_IW_STAGE_MSG). Received payload is copied out of
+ * the receive side's staging buffer, or, the rest of a large one, received straight into
+ * registered memory.
  */
 #ifndef SR_TRANSPORT_IWARP_H
 #define SR_TRANSPORT_IWARP_H
@@ -80,18 +82,29 @@ struct sr_iw_rreq {
  * 64 KiB MSS), so the kernel starts copying while we compute the next batch's CRCs. */
 #define SR_IW_BATCH_BYTES 65536
 _Static_assert(SR_IW_BATCH_IOV >= SR_MAX_SGE + 2, "a batch holds at least one FPDU");
+/*
+ * Small Sends and Writes share a batch: a message of at most SR_IW_STAGE_MSG bytes that fits
+ * one FPDU is copied into the batch when it is built (under sr_mr_enter, like the CRC's
+ * read), so several of them go out with one sendmsg() and none of them reads registered
+ * memory during the call. They complete in order once the whole batch is in the socket.
+ */
+#define SR_IW_STAGE_MSG   512
+#define SR_IW_STAGE_BYTES 4096
 
 /*
- * The FPDUs being written: consecutive FPDUs of one message go out with one sendmsg() (on a
- * 1500-byte MTU path a 64 KiB Write is 46 FPDUs). About 6 KiB, so a connection holds one
- * only while it has something to send: taken when transmission starts, given back when the
- * send queue has nothing more for the socket. An idle connection costs none.
+ * The FPDUs being written: consecutive FPDUs of one message, or several small messages, go
+ * out with one sendmsg() (on a 1500-byte MTU path a 64 KiB Write is 46 FPDUs). About
+ * 10 KiB, so a connection holds one only while it has something to send: taken when
+ * transmission starts, given back when the send queue has nothing more for the socket. An
+ * idle connection costs none.
  */
 struct sr_iw_batch {
 	uint8_t hdr[SR_IW_BATCH][SR_FPDU_HDR_MAX + SR_DDP_UNTAGGED_HDR_LEN +
 				 SR_RDMAP_RREQ_HDR_LEN + 8];
 	uint8_t trl[SR_IW_BATCH][SR_FPDU_TRAILER_MAX];
 	struct iovec iov[SR_IW_BATCH_IOV];
+	uint8_t stage[SR_IW_STAGE_BYTES];          /* copies of the small messages */
+	struct sr_send_wqe *staged[SR_IW_BATCH];   /* their WQEs, in order */
 };
 
 enum sr_iw_tx_kind {
@@ -266,6 +279,8 @@ struct sr_iw_conn {
 	int fp_n;                    /* FPDUs in the batch */
 	size_t fp_bytes;             /* their payload */
 	int fp_iovcnt, fp_iovpos;
+	uint32_t fp_stage_used;      /* bytes of fp->stage taken */
+	int fp_nstaged;              /* WQEs in fp->staged, to complete once it is written */
 	bool fp_busy;
 	bool fp_data;                /* its payload comes from the message in progress (c->src,
 				      * or cur_resp for a Read Response): enter its regions */

@@ -3,7 +3,7 @@
  * Transmit: cut Sends, RDMA Writes, Read Requests and Read Responses into FPDUs no larger
  * than the socket's current MSS allows, and write them with sendmsg() whose iovecs point at
  * the headers, the registered memory and the trailers (several FPDUs of one message per
- * call). Non-blocking: when the socket
+ * call, or several small messages copied into the batch). Non-blocking: when the socket
  * is full the engine resumes on EPOLLOUT.
  */
 #include <assert.h>
@@ -196,32 +196,89 @@ static unsigned int sr_iw_send_opcode(const struct sr_send_wqe *w)
 	return se ? SR_RDMAP_OP_SEND_SE : SR_RDMAP_OP_SEND;
 }
 
+/* The header of the message's chunk ch (the message in c->wqe, or a Read Response). */
+static size_t sr_iw_data_hdr(struct sr_iw_conn *c, const struct sr_ddp_chunk *ch, bool rresp)
+{
+	ssize_t hlen;
+
+	if (rresp) {
+		hlen = sr_fpdu_put_tagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c), SR_RDMAP_OP_READ_RESP,
+					  ch->last, c->cur_resp.sink_stag,
+					  c->cur_resp.sink_to + ch->off, ch->len);
+	} else if (c->wqe->opcode == IBV_WR_RDMA_WRITE) {
+		hlen = sr_fpdu_put_tagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c), SR_RDMAP_OP_WRITE,
+					  ch->last, c->wqe->rkey, c->wqe->remote_addr + ch->off,
+					  ch->len);
+	} else {
+		hlen = sr_fpdu_put_untagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c), sr_iw_send_opcode(c->wqe),
+					    ch->last, c->send_msn, ch->off,
+					    c->wqe->opcode == IBV_WR_SEND_WITH_INV ?
+						    c->wqe->invalidate_rkey : 0,
+					    ch->len);
+	}
+	return (size_t)hlen;
+}
+
 /* Next FPDU of the Send/Write/Read Response in progress. */
 static void sr_iw_build_data_fpdu(struct sr_iw_conn *c)
 {
 	struct sr_ddp_chunk ch;
-	ssize_t hlen;
+	size_t hlen;
 	int nio;
 
 	sr_ddp_segmenter_next(&c->seg, &ch);
-	if (c->kind == SR_IW_TX_RRESP) {
-		hlen = sr_fpdu_put_tagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c), SR_RDMAP_OP_READ_RESP,
-					  ch.last, c->cur_resp.sink_stag,
-					  c->cur_resp.sink_to + ch.off, ch.len);
-	} else if (c->wqe->opcode == IBV_WR_RDMA_WRITE) {
-		hlen = sr_fpdu_put_tagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c), SR_RDMAP_OP_WRITE,
-					  ch.last, c->wqe->rkey, c->wqe->remote_addr + ch.off,
-					  ch.len);
-	} else {
-		hlen = sr_fpdu_put_untagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c), sr_iw_send_opcode(c->wqe),
-					    ch.last, c->send_msn, ch.off,
-					    c->wqe->opcode == IBV_WR_SEND_WITH_INV ?
-						    c->wqe->invalidate_rkey : 0,
-					    ch.len);
-	}
+	hlen = sr_iw_data_hdr(c, &ch, c->kind == SR_IW_TX_RRESP);
 	nio = sr_iw_buf_iov(&c->src, ch.off, ch.len, &c->fp->iov[c->fp_iovcnt + 1], SR_MAX_SGE);
-	sr_iw_fpdu_seal(c, (size_t)hlen, nio, ch.len);
+	sr_iw_fpdu_seal(c, hlen, nio, ch.len);
 	c->seg_last_sent = ch.last;
+}
+
+/*
+ * The Send or Write in c->wqe (its source in c->src, the segmenter set up) joins the batch
+ * as a copy when it is small, fits one FPDU and the batch has room and holds no message
+ * sent from registered memory. Done: the FPDU is sealed, c->src released, c->wqe queued in
+ * fp->staged. False: nothing changed (not small, no room, or a region was deregistered:
+ * the normal path then deals with it).
+ */
+static bool sr_iw_stage(struct sr_iw_conn *c)
+{
+	struct sr_send_wqe *w = c->wqe;
+	uint32_t len = (uint32_t)w->length;
+	uint8_t *dst = c->fp->stage + c->fp_stage_used;
+	struct iovec v[SR_MAX_SGE];
+	struct sr_ddp_chunk ch;
+	size_t hlen;
+	int n;
+
+	if (len > SR_IW_STAGE_MSG || len > c->seg.max_payload || c->fp_data ||
+	    c->fp_stage_used + len > SR_IW_STAGE_BYTES || c->fp_n >= SR_IW_BATCH ||
+	    c->fp_iovcnt + 3 > SR_IW_BATCH_IOV)
+		return false;
+	if (!sr_iw_buf_enter(&c->src))
+		return false;
+	n = sr_iw_buf_iov(&c->src, 0, len, v, SR_MAX_SGE);
+	sr_dma_read_begin(); /* registered memory */
+	for (int i = 0; i < n; i++) {
+		memcpy(dst, v[i].iov_base, v[i].iov_len);
+		dst += v[i].iov_len;
+	}
+	sr_dma_read_end();
+	sr_iw_buf_leave(&c->src);
+	if (w->opcode != IBV_WR_RDMA_WRITE)
+		c->send_msn++;
+	sr_ddp_segmenter_next(&c->seg, &ch);
+	hlen = sr_iw_data_hdr(c, &ch, false);
+	c->fp->iov[c->fp_iovcnt + 1].iov_base = c->fp->stage + c->fp_stage_used;
+	c->fp->iov[c->fp_iovcnt + 1].iov_len = len;
+	sr_iw_fpdu_seal(c, hlen, len ? 1 : 0, len);
+	c->fp_stage_used += len;
+	c->fp->staged[c->fp_nstaged++] = w;
+	sr_dbg("qp %u: wr %llu copied into the batch", c->qp->ibqp.qp_num,
+	       (unsigned long long)w->wr_id);
+	sr_iw_buf_release(&c->src);
+	c->wqe = NULL;
+	c->kind = SR_IW_TX_IDLE;
+	return true;
 }
 
 /*
@@ -348,6 +405,48 @@ static bool sr_iw_rreq_ring(struct sr_iw_conn *c)
 }
 
 /*
+ * The source of the Send or Write in c->wqe into c->src, and the segmenter set up for it.
+ * False, nothing held: an SGE does not resolve.
+ */
+static bool sr_iw_wqe_source(struct sr_iw_conn *c)
+{
+	struct sr_send_wqe *w = c->wqe;
+
+	if (w->is_inline)
+		sr_iw_buf_inline(&c->src, w->inline_data, w->length);
+	else if (sr_iw_buf_init(&c->src, c->qp->pd, w->sge, w->num_sge, 0) != SR_ACC_OK)
+		return false;
+	sr_iw_refresh_mss(c, (uint32_t)w->length);
+	sr_ddp_segmenter_init(&c->seg, (uint32_t)w->length, c->mulpdu,
+			      w->opcode == IBV_WR_RDMA_WRITE ? SR_DDP_TAGGED_HDR_LEN :
+							      SR_DDP_UNTAGGED_HDR_LEN);
+	return true;
+}
+
+/*
+ * Another WQE (c->wqe, not started) for a batch that holds copied small messages: it joins
+ * as a copy too (sr_iw_stage), or stays in c->wqe for the next batch. Nothing here fails
+ * a WQE: one that would fail must complete after those already in the batch, so it waits
+ * for the next batch, where sr_iw_start_wqe deals with it.
+ */
+static bool sr_iw_stage_join(struct sr_iw_conn *c)
+{
+	struct sr_send_wqe *w = c->wqe;
+
+	if (w->opcode != IBV_WR_SEND && w->opcode != IBV_WR_SEND_WITH_INV &&
+	    w->opcode != IBV_WR_RDMA_WRITE)
+		return false;
+	if (w->length > SR_IW_STAGE_MSG || ((w->flags & IBV_SEND_FENCE) && c->rreq_count))
+		return false;
+	if (!sr_iw_wqe_source(c))
+		return false;
+	if (sr_iw_stage(c))
+		return true;
+	sr_iw_buf_release(&c->src);
+	return false;
+}
+
+/*
  * Start the WQE in c->wqe. Returns false when it must wait (ORD full, or FENCE with Reads
  * outstanding); it then stays in c->wqe until a Read Response frees a slot.
  */
@@ -398,21 +497,14 @@ static bool sr_iw_start_wqe(struct sr_iw_conn *c)
 	}
 	if ((w->flags & IBV_SEND_FENCE) && c->rreq_count)
 		return false;
-	if (w->is_inline) {
-		sr_iw_buf_inline(&c->src, w->inline_data, w->length);
-	} else {
-		r = sr_iw_buf_init(&c->src, c->qp->pd, w->sge, w->num_sge, 0);
-		if (r != SR_ACC_OK) {
-			sr_iw_wqe_fail(c, IBV_WC_LOC_PROT_ERR);
-			return true;
-		}
+	if (!sr_iw_wqe_source(c)) {
+		sr_iw_wqe_fail(c, IBV_WC_LOC_PROT_ERR);
+		return true;
 	}
+	if (sr_iw_stage(c))
+		return true;
 	if (w->opcode != IBV_WR_RDMA_WRITE)
 		c->send_msn++;
-	sr_iw_refresh_mss(c, (uint32_t)w->length);
-	sr_ddp_segmenter_init(&c->seg, (uint32_t)w->length, c->mulpdu,
-			      w->opcode == IBV_WR_RDMA_WRITE ? SR_DDP_TAGGED_HDR_LEN :
-							      SR_DDP_UNTAGGED_HDR_LEN);
 	c->kind = SR_IW_TX_WQE;
 	if (!sr_iw_build_data_batch(c))
 		sr_iw_msg_revoked(c);
@@ -563,14 +655,33 @@ static enum sr_iw_wqe_step sr_iw_build_wqe(struct sr_iw_conn *c)
 		if (!c->wqe)
 			c->wqe = sr_sq_next(c->qp);
 		if (!c->wqe)
-			return SR_IW_WQE_EMPTY;
+			return c->fp_nstaged ? SR_IW_WQE_BUILT : SR_IW_WQE_EMPTY;
+		if (c->fp_nstaged) {
+			/* small messages were copied into the batch: more may join */
+			if (!sr_iw_stage_join(c))
+				return SR_IW_WQE_BUILT;
+			continue;
+		}
 		if (!sr_iw_start_wqe(c))
 			return SR_IW_WQE_WAIT;
+		if (c->fp_nstaged)
+			continue; /* copied: look for more to join it */
 		if (c->fp_busy)
 			return SR_IW_WQE_BUILT;
 		if (c->tx_end == SR_IW_TXE_TERM_QUEUED)
 			return SR_IW_WQE_TERM;
 	}
+}
+
+/*
+ * The batch is in the socket: its copied WQEs complete, in order, with tx_lock held for the
+ * reason sr_iw_message_done gives.
+ */
+static void sr_iw_staged_done(struct sr_iw_conn *c)
+{
+	for (int i = 0; i < c->fp_nstaged; i++)
+		sr_sq_complete(c->qp, c->fp->staged[i], IBV_WC_SUCCESS);
+	c->fp_nstaged = 0;
 }
 
 /* Pick (sr_iw_tx_pick) and build the next batch. False when there is nothing to send now. */
@@ -582,6 +693,8 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 		c->fp_iovcnt = 0;
 		c->fp_iovpos = 0;
 		c->fp_data = false;
+		c->fp_stage_used = 0;
+		c->fp_nstaged = 0; /* completed when the last batch was written */
 		switch (sr_iw_tx_pick(c)) {
 		case SR_IW_NEXT_NONE:
 			return false;
@@ -650,9 +763,11 @@ void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 				sr_iw_tx_fin_locked(c);
 			if (sr_iw_tx_ended(c) || c->tx_end == SR_IW_TXE_FIN_SENT ||
 			    !sr_iw_batch_get(c) || !sr_iw_next_fpdu(c)) {
-				/* nothing (more) for the socket: an idle connection holds no batch */
+				/* nothing (more) for the socket: an idle connection holds no batch
+				 * (copied WQEs of an abandoned one are flushed with the QP) */
 				free(c->fp);
 				c->fp = NULL;
+				c->fp_nstaged = 0;
 				sr_iw_want_out(c, false);
 				return;
 			}
@@ -692,6 +807,7 @@ void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 			c->seg_last_sent = false;
 			sr_iw_message_done(c);
 		}
+		sr_iw_staged_done(c);
 	}
 	/* Budget spent: come back through the engine. */
 	sr_iw_want_out(c, true);

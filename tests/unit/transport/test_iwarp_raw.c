@@ -1069,6 +1069,176 @@ static void t_dereg_queued_rresp_nocrc(void **s)
 }
 
 /*
+ * Small Sends and Writes posted as one list are copied into shared batches (several per
+ * sendmsg): on the wire each is still its own FPDU, in order, with its own MSN, STag and
+ * TO, and they complete in order. 40 messages: more than one batch holds.
+ */
+static void small_batch(bool crc)
+{
+	enum { N = 40 };
+	struct rq t;
+	uint8_t *src = malloc(N * 64), got[SR_IW_STAGE_MSG], one = 0xa5;
+	struct ibv_send_wr wr[N], *bad;
+	struct ibv_sge sg[N];
+	struct ibv_wc wc[N];
+	struct ibv_mr *mr;
+	uint32_t msn = 0;
+
+	rq_up(&t, true, mpa_conn(crc, 0, 4, 4));
+	fill(src, N * 64, 9);
+	mr = ibv_reg_mr(t.e.pd, src, N * 64, 0);
+	assert_non_null(mr);
+	for (int i = 0; i < N; i++) {
+		/* lengths 0..63, every third a Write, one inline Send */
+		sg[i] = (struct ibv_sge){ .addr = (uintptr_t)(src + i * 64), .length = (uint32_t)i,
+					  .lkey = mr->lkey };
+		wr[i] = (struct ibv_send_wr){
+			.wr_id = 100 + (uint64_t)i,
+			.next = i + 1 < N ? &wr[i + 1] : NULL,
+			.sg_list = &sg[i],
+			.num_sge = i ? 1 : 0,
+			.opcode = i % 3 == 2 ? IBV_WR_RDMA_WRITE : IBV_WR_SEND,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = { .remote_addr = 0x9000 + (uint64_t)i * 64, .rkey = 0x3131 },
+		};
+	}
+	sg[7] = (struct ibv_sge){ .addr = (uintptr_t)&one, .length = 1 };
+	wr[7].send_flags |= IBV_SEND_INLINE;
+	assert_int_equal(ibv_post_send(t.e.qp, wr, &bad), 0);
+	for (int i = 0; i < N; i++) {
+		const uint8_t *want = i == 7 ? &one : src + i * 64;
+
+		memset(got, 0, sizeof(got));
+		t.r.to_base = wr[i].wr.rdma.remote_addr;
+		assert_int_equal(raw_next(&t.r, got, sizeof(got), T_WAIT_MS), 0);
+		assert_true(t.r.seg.last);
+		assert_int_equal(t.r.seg.payload_len, sg[i].length);
+		if (wr[i].opcode == IBV_WR_RDMA_WRITE) {
+			assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_WRITE);
+			assert_int_equal(t.r.seg.stag, 0x3131);
+			assert_int_equal(t.r.seg.to, wr[i].wr.rdma.remote_addr);
+		} else {
+			assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_SEND);
+			assert_int_equal(t.r.seg.msn, ++msn);
+		}
+		assert_memory_equal(got, want, sg[i].length);
+	}
+	wait_wc(t.e.scq, wc, N);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[i].wr_id, 100 + (uint64_t)i);
+	}
+	assert_int_equal(closed_calls(&t.e, NULL), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	rq_down(&t);
+	free(src);
+}
+
+static void t_small_batch_crc(void **s)
+{
+	(void)s;
+	small_batch(true);
+}
+
+static void t_small_batch_nocrc(void **s)
+{
+	(void)s;
+	small_batch(false);
+}
+
+/* The transmit side is blocked (socket full) in the middle of WQE wr_id. */
+static bool wqe_blocked(struct rq *t, uint64_t wr_id)
+{
+	struct sr_iw_conn *c = to_sr_qp(t->e.qp)->xport;
+	bool b;
+
+	pthread_mutex_lock(&c->tx_lock);
+	b = c->tx_want_out && c->kind == SR_IW_TX_WQE && c->wqe && c->wqe->wr_id == wr_id;
+	pthread_mutex_unlock(&c->tx_lock);
+	return b;
+}
+
+/*
+ * Small Sends queued behind a blocked Write, one of them from a region deregistered while
+ * it waits: those before it share a batch and complete, it fails with a local protection
+ * error only after them (never overtaking them), the peer gets the Terminate, the rest is
+ * flushed.
+ */
+static void t_small_batch_dereg(void **s)
+{
+	struct rq t;
+	const size_t nw = 2u << 20;
+	uint8_t *w = malloc(nw), *got = calloc(1, nw), a[4][16];
+	struct ibv_mr *wmr, *amr, *cmr;
+	struct ibv_send_wr wr[4], *bad;
+	struct ibv_sge sg[4];
+	struct ibv_wc wc[5];
+	uint64_t end, off = 0;
+
+	(void)s;
+	rq_up(&t, true, mpa_conn(true, 0, 4, 4));
+	small_buffers(&t);
+	t.r.mulpdu = 0;
+	fill(w, nw, 61);
+	fill(&a[0][0], sizeof(a), 62);
+	wmr = ibv_reg_mr(t.e.pd, w, nw, 0);
+	amr = ibv_reg_mr(t.e.pd, a, sizeof(a), 0);
+	cmr = ibv_reg_mr(t.e.pd, a[2], sizeof(a[2]), 0);
+	assert_non_null(wmr);
+	assert_non_null(amr);
+	assert_non_null(cmr);
+	post_send1(&t.e, 1, IBV_WR_RDMA_WRITE, 0, w, (uint32_t)nw, wmr->lkey, 0x5000, 0x77);
+	end = now_ms() + T_WAIT_MS;
+	while (!wqe_blocked(&t, 1) && now_ms() < end)
+		usleep(1000);
+	assert_true(wqe_blocked(&t, 1));
+	for (int i = 0; i < 4; i++) {
+		sg[i] = (struct ibv_sge){ .addr = (uintptr_t)a[i], .length = 16,
+					  .lkey = i == 2 ? cmr->lkey : amr->lkey };
+		wr[i] = (struct ibv_send_wr){ .wr_id = 10 + (uint64_t)i,
+					      .next = i < 3 ? &wr[i + 1] : NULL,
+					      .sg_list = &sg[i], .num_sge = 1,
+					      .opcode = IBV_WR_SEND,
+					      .send_flags = IBV_SEND_SIGNALED };
+	}
+	assert_int_equal(ibv_post_send(t.e.qp, wr, &bad), 0);
+	/* the Write still holds the socket: the Sends have not been looked at */
+	assert_true(wqe_blocked(&t, 1));
+	assert_int_equal(ibv_dereg_mr(cmr), 0);
+	t.r.to_base = 0x5000;
+	do {
+		assert_int_equal(raw_next(&t.r, got, nw, T_WAIT_MS), 0);
+		assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_WRITE);
+		off += t.r.seg.payload_len;
+	} while (!t.r.seg.last);
+	assert_int_equal(off, nw);
+	assert_memory_equal(got, w, nw);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(raw_next(&t.r, got, nw, T_WAIT_MS), 0);
+		assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_SEND);
+		assert_int_equal(t.r.seg.msn, i + 1);
+		assert_memory_equal(got, a[i], 16);
+	}
+	assert_int_equal(raw_next(&t.r, NULL, 0, T_WAIT_MS), 0);
+	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_TERMINATE);
+	wait_wc(t.e.scq, wc, 5);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(wc[i].wr_id, i ? 10 + (uint64_t)i - 1 : 1);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[2].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[3].status, IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(wc[4].status, IBV_WC_WR_FLUSH_ERR);
+	shutdown(t.peer, SHUT_WR);
+	assert_true(wait_closed(&t.e) < 0);
+	assert_int_equal(ibv_dereg_mr(wmr), 0);
+	assert_int_equal(ibv_dereg_mr(amr), 0);
+	rq_down(&t);
+	free(w);
+	free(got);
+}
+
+/*
  * The application unmaps (here: makes inaccessible) memory it registered while a Read
  * Response from it is blocked: sendmsg fails with EFAULT, and the stream must then end
  * and the QP err, not stay half alive. CRC off: computing a CRC over such memory would
@@ -1169,6 +1339,9 @@ int main(void)
 		cmocka_unit_test(t_dereg_stops_rresp_nocrc),
 		cmocka_unit_test(t_dereg_queued_rresp_crc),
 		cmocka_unit_test(t_dereg_queued_rresp_nocrc),
+		cmocka_unit_test(t_small_batch_crc),
+		cmocka_unit_test(t_small_batch_nocrc),
+		cmocka_unit_test(t_small_batch_dereg),
 		cmocka_unit_test(t_efault_closes),
 		cmocka_unit_test(t_zero_len_segments_srq),
 	};
