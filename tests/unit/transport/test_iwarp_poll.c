@@ -284,6 +284,7 @@ static void rq_up_polled(struct rq *t)
 	l = fpdu_untagged(st, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, NULL, 0);
 	xsend(t->peer, st, l);
 	wait_wc(t->e.rcq, &wc, 1);
+	post_recv1(&t->e, 2, NULL, 0, 0); /* flushed by the close */
 	poll_empty(t->e.rcq);
 	assert_int_equal(owner(&t->e), SR_IW_RXO_POLLED);
 }
@@ -295,16 +296,21 @@ static void rq_down(struct rq *t)
 		close(t->peer);
 }
 
-/* Busy-poll until the stream is closed (the engine thread cannot see the input). */
+/* Busy-poll until the stream is closed (the engine thread cannot see the input) and the
+ * receive posted in rq_up_polled comes back flushed. */
 static int poll_until_closed(struct rq *t)
 {
 	uint64_t end = now_ms() + T_WAIT_MS;
+	bool flushed = false;
 	struct ibv_wc wc;
 	int err = 0;
 
-	while (closed_calls(&t->e, &err) == 0 && now_ms() < end)
-		(void)ibv_poll_cq(t->e.rcq, 1, &wc);
+	while ((closed_calls(&t->e, &err) == 0 || !flushed) && now_ms() < end)
+		if (ibv_poll_cq(t->e.rcq, 1, &wc) == 1 && wc.wr_id == 2 &&
+		    wc.status == IBV_WC_WR_FLUSH_ERR)
+			flushed = true;
 	assert_int_equal(closed_calls(&t->e, &err), 1);
+	assert_true(flushed);
 	return err;
 }
 
