@@ -464,6 +464,67 @@ static void t_poll_destroy_race(void **s)
 	assert_int_equal(ibv_dealloc_pd(pd), 0);
 }
 
+/* More QPs on one CQ than a pass takes: round-robin reaches every one of them. */
+static void t_poll_round_robin(void **s)
+{
+	enum { NQ = 12 };
+	struct ibv_pd *pd = ibv_alloc_pd(g_ctx);
+	struct ibv_cq *cq = ibv_create_cq(g_ctx, 256, NULL, NULL, 0);
+	struct ep a[NQ], b[NQ];
+	struct ibv_wc wc[2 * NQ];
+	uint64_t end;
+	bool all;
+
+	(void)s;
+	lease(LONG_LEASE);
+	assert_non_null(pd);
+	assert_non_null(cq);
+	for (int i = 0; i < NQ; i++) {
+		struct ibv_qp_init_attr ia = {
+			.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+				 .max_recv_sge = 1 },
+		};
+		int fa, fb;
+
+		memset(&a[i], 0, sizeof(a[i]));
+		pthread_mutex_init(&a[i].cl.mu, NULL);
+		a[i].pd = pd;
+		a[i].qp = ibv_create_qp(pd, &ia);
+		assert_non_null(a[i].qp);
+		assert_int_equal(qp_to(a[i].qp, IBV_QPS_INIT), 0);
+		assert_int_equal(qp_to(a[i].qp, IBV_QPS_RTR), 0);
+		assert_int_equal(qp_to(a[i].qp, IBV_QPS_RTS), 0);
+		ep_create(&b[i], NULL, false);
+		tcp_pair(&fa, &fb);
+		ep_attach(&b[i], fb, false, mpa_conn(true, 0, 4, 4));
+		ep_attach(&a[i], fa, true, mpa_conn(true, 0, 4, 4));
+		/* a speaks first, b answers: both past their first segment */
+		post_recv1(&b[i], 1, NULL, 0, 0);
+		post_recv1(&a[i], 2, NULL, 0, 0);
+		post_send1(&a[i], 3, IBV_WR_SEND, 0, NULL, 0, 0, 0, 0);
+		wait_wc(b[i].rcq, wc, 1);
+		post_send1(&b[i], 4, IBV_WR_SEND, 0, NULL, 0, 0, 0, 0);
+	}
+	wait_wc(cq, wc, 2 * NQ); /* a's Sends and receives */
+	/* spin on the empty CQ until every connection has been taken by a pass */
+	end = now_ms() + T_WAIT_MS;
+	do {
+		poll_empty(cq);
+		all = true;
+		for (int i = 0; i < NQ; i++)
+			all = all && owner(&a[i]) == SR_IW_RXO_POLLED;
+	} while (!all && now_ms() < end);
+	assert_true(all);
+	for (int i = 0; i < NQ; i++) {
+		assert_int_equal(ibv_destroy_qp(a[i].qp), 0);
+		pthread_mutex_destroy(&a[i].cl.mu);
+		ep_destroy(&b[i]);
+	}
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -475,6 +536,7 @@ int main(void)
 		cmocka_unit_test(t_poll_terminate),
 		cmocka_unit_test(t_poll_peer_terminate),
 		cmocka_unit_test(t_poll_destroy_race),
+		cmocka_unit_test(t_poll_round_robin),
 	};
 
 	return cmocka_run_group_tests(tests, grp_setup, grp_teardown);
