@@ -226,10 +226,12 @@ static void sr_cq_progress(struct sr_cq *cq)
 	}
 	/* Round-robin: the next pass starts where this one stopped. */
 	if (n == SR_CQ_POLL_QPS && pos != &cq->qps) {
-		struct sr_list *first = cq->qps.next;
+		while (cq->qps.next != pos) {
+			struct sr_list *first = cq->qps.next;
 
-		sr_list_del(first);
-		sr_list_add_tail(&cq->qps, first);
+			sr_list_del(first);
+			sr_list_add_tail(&cq->qps, first);
+		}
 	}
 	sr_cq_in_pass = false;
 	pthread_mutex_unlock(&cq->qps_lock);

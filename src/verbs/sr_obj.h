@@ -6,7 +6,8 @@
  *
  * Locking: each object has its own mutex. Lock order: qp->lock, then srq->lock, then
  * cq->lock, then channel->lock. Transport callbacks are called WITHOUT any verbs lock held
- * and may run on the engine thread or in an application thread.
+ * and may run on the engine thread or in an application thread. Poll-mode progress (cq.c)
+ * comes before all of these: cq->qps_lock, then qp->poll_lock, then the transport's own.
  */
 #ifndef SR_OBJ_H
 #define SR_OBJ_H

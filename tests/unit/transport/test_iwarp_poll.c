@@ -284,6 +284,7 @@ static void rq_up_polled(struct rq *t)
 	l = fpdu_untagged(st, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, NULL, 0);
 	xsend(t->peer, st, l);
 	wait_wc(t->e.rcq, &wc, 1);
+	post_recv1(&t->e, 2, NULL, 0, 0); /* flushed by the close */
 	poll_empty(t->e.rcq);
 	assert_int_equal(owner(&t->e), SR_IW_RXO_POLLED);
 }
@@ -295,16 +296,21 @@ static void rq_down(struct rq *t)
 		close(t->peer);
 }
 
-/* Busy-poll until the stream is closed (the engine thread cannot see the input). */
+/* Busy-poll until the stream is closed (the engine thread cannot see the input) and the
+ * receive posted in rq_up_polled comes back flushed. */
 static int poll_until_closed(struct rq *t)
 {
 	uint64_t end = now_ms() + T_WAIT_MS;
+	bool flushed = false;
 	struct ibv_wc wc;
 	int err = 0;
 
-	while (closed_calls(&t->e, &err) == 0 && now_ms() < end)
-		(void)ibv_poll_cq(t->e.rcq, 1, &wc);
+	while ((closed_calls(&t->e, &err) == 0 || !flushed) && now_ms() < end)
+		if (ibv_poll_cq(t->e.rcq, 1, &wc) == 1 && wc.wr_id == 2 &&
+		    wc.status == IBV_WC_WR_FLUSH_ERR)
+			flushed = true;
 	assert_int_equal(closed_calls(&t->e, &err), 1);
+	assert_true(flushed);
 	return err;
 }
 
@@ -458,6 +464,67 @@ static void t_poll_destroy_race(void **s)
 	assert_int_equal(ibv_dealloc_pd(pd), 0);
 }
 
+/* More QPs on one CQ than a pass takes: round-robin reaches every one of them. */
+static void t_poll_round_robin(void **s)
+{
+	enum { NQ = 12 };
+	struct ibv_pd *pd = ibv_alloc_pd(g_ctx);
+	struct ibv_cq *cq = ibv_create_cq(g_ctx, 256, NULL, NULL, 0);
+	struct ep a[NQ], b[NQ];
+	struct ibv_wc wc[2 * NQ];
+	uint64_t end;
+	bool all;
+
+	(void)s;
+	lease(LONG_LEASE);
+	assert_non_null(pd);
+	assert_non_null(cq);
+	for (int i = 0; i < NQ; i++) {
+		struct ibv_qp_init_attr ia = {
+			.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+				 .max_recv_sge = 1 },
+		};
+		int fa, fb;
+
+		memset(&a[i], 0, sizeof(a[i]));
+		pthread_mutex_init(&a[i].cl.mu, NULL);
+		a[i].pd = pd;
+		a[i].qp = ibv_create_qp(pd, &ia);
+		assert_non_null(a[i].qp);
+		assert_int_equal(qp_to(a[i].qp, IBV_QPS_INIT), 0);
+		assert_int_equal(qp_to(a[i].qp, IBV_QPS_RTR), 0);
+		assert_int_equal(qp_to(a[i].qp, IBV_QPS_RTS), 0);
+		ep_create(&b[i], NULL, false);
+		tcp_pair(&fa, &fb);
+		ep_attach(&b[i], fb, false, mpa_conn(true, 0, 4, 4));
+		ep_attach(&a[i], fa, true, mpa_conn(true, 0, 4, 4));
+		/* a speaks first, b answers: both past their first segment */
+		post_recv1(&b[i], 1, NULL, 0, 0);
+		post_recv1(&a[i], 2, NULL, 0, 0);
+		post_send1(&a[i], 3, IBV_WR_SEND, 0, NULL, 0, 0, 0, 0);
+		wait_wc(b[i].rcq, wc, 1);
+		post_send1(&b[i], 4, IBV_WR_SEND, 0, NULL, 0, 0, 0, 0);
+	}
+	wait_wc(cq, wc, 2 * NQ); /* a's Sends and receives */
+	/* spin on the empty CQ until every connection has been taken by a pass */
+	end = now_ms() + T_WAIT_MS;
+	do {
+		poll_empty(cq);
+		all = true;
+		for (int i = 0; i < NQ; i++)
+			all = all && owner(&a[i]) == SR_IW_RXO_POLLED;
+	} while (!all && now_ms() < end);
+	assert_true(all);
+	for (int i = 0; i < NQ; i++) {
+		assert_int_equal(ibv_destroy_qp(a[i].qp), 0);
+		pthread_mutex_destroy(&a[i].cl.mu);
+		ep_destroy(&b[i]);
+	}
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_dealloc_pd(pd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -469,6 +536,7 @@ int main(void)
 		cmocka_unit_test(t_poll_terminate),
 		cmocka_unit_test(t_poll_peer_terminate),
 		cmocka_unit_test(t_poll_destroy_race),
+		cmocka_unit_test(t_poll_round_robin),
 	};
 
 	return cmocka_run_group_tests(tests, grp_setup, grp_teardown);
