@@ -250,10 +250,8 @@ static void conn_setup(struct conn *c, struct rdma_cm_id *id, size_t data_len,
 
 	c->id = id;
 	CHECK_PTR(c->pd, ibv_alloc_pd(id->verbs));
+	/* Left blocking: a wait with nothing else to watch sleeps in ibv_get_cq_event (wait_cq). */
 	CHECK_PTR(c->ch, ibv_create_comp_channel(id->verbs));
-	int fl = fcntl(c->ch->fd, F_GETFL);
-
-	CHECK(fcntl(c->ch->fd, F_SETFL, fl | O_NONBLOCK));
 	CHECK_PTR(c->cq, ibv_create_cq(id->verbs, (int)(send_depth + recv_depth + 16), NULL,
 				       c->ch, 0));
 	memset(&qa, 0, sizeof(qa));
@@ -367,6 +365,39 @@ static const char *wc_op_str(enum ibv_wc_opcode o)
  * (server: the CM channel) returns 0 when that fd became readable and no completion arrived.
  * Dies after deadline (absolute, now_s() scale; 0 = none).
  */
+/*
+ * The watchdog of a blocking wait (wait_cq): wait_cq stores its deadline (CLOCK_MONOTONIC
+ * seconds, 0 while not blocked), a thread looks every 100 ms and ends a run whose peer
+ * stopped answering. Plain stores: the wait itself costs no system call of ours, so the
+ * library's blocking path is measured alone, as TCP's blocking recv() is.
+ */
+static _Atomic double g_wait_deadline;
+static pthread_once_t g_watchdog_once = PTHREAD_ONCE_INIT;
+
+static void *watchdog_main(void *unused)
+{
+	(void)unused;
+	for (;;) {
+		double d = g_wait_deadline;
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+		if (d > 0 && now_s() > d) {
+			fprintf(stderr, "srbench: timeout in a blocking completion wait\n");
+			_exit(1);
+		}
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static void watchdog_start(void)
+{
+	pthread_t th;
+
+	CHECK_RET(pthread_create(&th, NULL, watchdog_main, NULL));
+	pthread_detach(th);
+}
+
 static int wait_cq(struct conn *c, struct ibv_wc *wc, int max, double deadline, int extra_fd,
 		   const char *what)
 {
@@ -387,6 +418,34 @@ static int wait_cq(struct conn *c, struct ibv_wc *wc, int max, double deadline, 
 			die("ibv_poll_cq failed: returned %d (waiting for %s)", n, what);
 		if (n > 0)
 			return n;
+
+		if (extra_fd < 0) {
+			/*
+			 * Nothing else to watch: sleep in ibv_get_cq_event itself, the way rping,
+			 * perftest -e and qperf wait (a library may do useful work in that call,
+			 * which it cannot inside our poll()). A watchdog thread bounds the wait
+			 * instead of poll()'s timeout.
+			 */
+			struct ibv_cq *ecq;
+			void *ectx;
+
+			if (deadline > 0 && deadline <= now_s())
+				die("timeout waiting for %s", what);
+			pthread_once(&g_watchdog_once, watchdog_start);
+			g_wait_deadline = deadline > 0 ? deadline + 1 : 0;
+			if (ibv_get_cq_event(c->ch, &ecq, &ectx) == 0) {
+				c->cq_events++;
+				if (c->cq_events >= 64) {
+					ibv_ack_cq_events(c->cq, (unsigned int)c->cq_events);
+					c->cq_events = 0;
+				}
+			} else if (errno != EINTR) {
+				die("ibv_get_cq_event failed: errno %d (%s)", errno, strerror(errno));
+			}
+			g_wait_deadline = 0;
+			spin_until = now_s() + c->spin_us * 1e-6;
+			continue;
+		}
 
 		struct pollfd pfd[2] = { { .fd = c->ch->fd, .events = POLLIN },
 					 { .fd = extra_fd, .events = POLLIN } };
