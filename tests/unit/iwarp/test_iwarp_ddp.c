@@ -405,6 +405,44 @@ static void test_lookahead(void **state)
 	drv_done();
 }
 
+/*
+ * sr_fpdu_rx_fpdu_rest() (the transport stages only to the next header with it): fed one
+ * byte at a time, once an FPDU's length field is in, position + rest is that FPDU's end,
+ * the same at every later byte of it, and the next FPDU starts exactly there.
+ */
+static void test_fpdu_rest(void **state)
+{
+	int n = build_mix(true, 1460), ends = 0;
+	size_t pos = 0, end = 0;
+
+	(void)state;
+	iw_drv_init(&drv, true, TAG_BASE);
+	while (pos < st.len && !drv.rc) {
+		struct sr_fpdu_rx_need need;
+		size_t rest = sr_fpdu_rx_fpdu_rest(&drv.rx);
+
+		sr_fpdu_rx_need(&drv.rx, &need);
+		assert_int_not_equal(need.stage, SR_FPDU_RX_FAILED);
+		if (need.stage == SR_FPDU_RX_HDR && drv.rx.hdr_have == 0) {
+			assert_int_equal(pos, end); /* the previous FPDU ended where it said */
+			assert_int_equal(rest, SR_FPDU_HDR_MIN);
+			end = 0;
+		} else if (need.stage != SR_FPDU_RX_HDR || drv.rx.hdr_have >= SR_MPA_LEN_SIZE) {
+			if (!end) {
+				end = pos + rest;
+				ends++;
+			}
+			assert_int_equal(pos + rest, end);
+		}
+		iw_drv_feed(&drv, st.buf + pos, 1, 1);
+		pos++;
+	}
+	assert_int_equal(pos, end);
+	assert_int_equal(ends, n);
+	check_mix(n);
+	drv_done();
+}
+
 /* ------------------------- segmentation ------------------------- */
 
 static void check_segs(uint32_t mss, uint32_t hdr, uint32_t len,
@@ -929,6 +967,7 @@ int main(void)
 					  teardown_drv),
 		cmocka_unit_test_teardown(test_random_chunks, teardown_drv),
 		cmocka_unit_test_teardown(test_lookahead, teardown_drv),
+		cmocka_unit_test_teardown(test_fpdu_rest, teardown_drv),
 		cmocka_unit_test(test_segmentation),
 		cmocka_unit_test(test_encoder_errors),
 		cmocka_unit_test_teardown(test_bad_crc, teardown_drv),
