@@ -695,7 +695,14 @@ static struct rdma_cm_event *srv_run_conn(struct rdma_event_channel *ec, struct 
 	struct ibv_wc wc[16];
 
 	while (!s->disconnected) {
-		int n = wait_cq(&s->c, wc, 16, 0, ec->fd, "client");
+		/*
+		 * Ping-pong: wait on the CQ alone, as the client does, so that both sides block in
+		 * ibv_get_cq_event. The client's disconnect still ends the wait: it flushes the
+		 * receives posted here, and from the first flushed completion on the CM channel is
+		 * watched again for the DISCONNECTED behind it.
+		 */
+		int xfd = s->op == OP_LAT && !s->failed ? -1 : ec->fd;
+		int n = wait_cq(&s->c, wc, 16, 0, xfd, "client");
 
 		for (int i = 0; i < n; i++) {
 			if (wc[i].status != IBV_WC_SUCCESS) {
