@@ -54,10 +54,30 @@ SR_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	chan = sr_container_of(channel, struct sr_comp_channel, ch);
 	if (atomic_load(&chan->users) > 0)
 		return EBUSY;
+	sr_engine_help_forget(chan->ch.fd); /* it may have waited as the engine's helper */
 	close(chan->ch.fd);
 	pthread_mutex_destroy(&chan->lock);
 	free(chan);
 	return 0;
+}
+
+/* The channel this thread waits for in ibv_get_cq_event as the engine's helper, if any. */
+static __thread struct sr_comp_channel *sr_chan_helping;
+
+/*
+ * chan->lock held. Events a helper made for itself that it does not take now get their
+ * eventfd counts after all: the fd is readable while events are queued, for whoever waits
+ * on it next (poll(), another thread, this one).
+ */
+static void sr_chan_count_rest_locked(struct sr_comp_channel *chan)
+{
+	uint64_t n = chan->uncounted;
+
+	if (!n)
+		return;
+	chan->uncounted = 0;
+	if (write(chan->ch.fd, &n, sizeof(n)) != sizeof(n))
+		sr_err("completion eventfd write: %m");
 }
 
 void sr_chan_signal(struct sr_comp_channel *chan, struct sr_cq *cq)
@@ -67,7 +87,15 @@ void sr_chan_signal(struct sr_comp_channel *chan, struct sr_cq *cq)
 	pthread_mutex_lock(&chan->lock);
 	if (cq->chan_ev.pending++ == 0)
 		sr_list_add_tail(&chan->events, &cq->chan_ev.node);
-	if (write(chan->ch.fd, &one, sizeof(one)) != sizeof(one))
+	/*
+	 * The helper waiting for this channel made the completion itself (it runs the engine's
+	 * callbacks) and takes the event on its way out: an eventfd count would cost it a write
+	 * and a read, and leave an edge in the engine's set that wakes the engine thread once it
+	 * has left. Every other signal counts, so the fd stays readable for other waiters.
+	 */
+	if (sr_chan_helping == chan)
+		chan->uncounted++;
+	else if (write(chan->ch.fd, &one, sizeof(one)) != sizeof(one))
 		sr_err("completion eventfd write: %m");
 	pthread_mutex_unlock(&chan->lock);
 }
@@ -112,7 +140,14 @@ static int sr_chan_help_wait(struct sr_comp_channel *chan)
 	fl = fcntl(chan->ch.fd, F_GETFL);
 	if (fl < 0 || (fl & O_NONBLOCK))
 		return 0; /* the read says EAGAIN by itself */
+	sr_chan_helping = chan;
 	err = sr_engine_help(chan->ch.fd, sr_chan_has_event, chan);
+	sr_chan_helping = NULL;
+	if (err == -EINTR) {
+		pthread_mutex_lock(&chan->lock);
+		sr_chan_count_rest_locked(chan); /* we take none of them now */
+		pthread_mutex_unlock(&chan->lock);
+	}
 	if (!err)
 		atomic_fetch_add_explicit(&sr_chan_helped, 1, memory_order_relaxed);
 	return err == -EINTR ? -EINTR : 0;
@@ -135,6 +170,17 @@ SR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq *
 			errno = EINTR; /* as the interrupted read would say */
 			return -1;
 		}
+		pthread_mutex_lock(&chan->lock);
+		if (chan->uncounted) {
+			/* ours, made while we helped: no count to read (sr_chan_signal) */
+			chan->uncounted--;
+			if (!sr_list_empty(&chan->events)) {
+				sr_chan_count_rest_locked(chan);
+				break;
+			}
+			chan->uncounted = 0; /* withdrawn with a destroyed CQ */
+		}
+		pthread_mutex_unlock(&chan->lock);
 		if (read(channel->fd, &cnt, sizeof(cnt)) != sizeof(cnt))
 			return -1; /* errno from read: EAGAIN when O_NONBLOCK, EINTR, ... */
 		pthread_mutex_lock(&chan->lock);

@@ -93,6 +93,9 @@ struct sr_comp_channel {
 	struct ibv_comp_channel ch;  /* ch.fd: eventfd in semaphore mode, one count per event */
 	pthread_mutex_t lock;
 	struct sr_list events;       /* queued struct sr_cq_event */
+	/* Queued events without an eventfd count: signalled by the thread that waits for them
+	 * in ibv_get_cq_event as the engine's helper, which takes them itself (channel.c). */
+	uint32_t uncounted;
 	atomic_int users;            /* CQs: destroy fails with EBUSY while > 0 */
 };
 

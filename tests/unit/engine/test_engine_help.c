@@ -129,6 +129,7 @@ static void wait_helping(struct helper *hp, struct probe *p)
 static void helper_join(struct helper *hp)
 {
 	assert_int_equal(pthread_join(hp->thread, NULL), 0);
+	sr_engine_help_forget(hp->fd); /* as the channels do before closing */
 	close(hp->fd);
 }
 
@@ -169,6 +170,7 @@ static void helper_done_ends_wait(void **state)
 	assert_int_equal(sr_engine_help(fd, probe_called, &p), 0);
 	assert_true(atomic_load(&p.calls) >= 1);
 	probe_close(&p);
+	sr_engine_help_forget(fd); /* as the channels do before closing */
 	close(fd);
 }
 
@@ -202,6 +204,7 @@ static void helper_runs_timers(void **state)
 	assert_int_equal(sr_engine_help(fd, tprobe_fired, &tp), 0);
 	assert_true(atomic_load(&tp.fired));
 	assert_true(pthread_equal(atomic_load(&tp.ran_on), pthread_self()));
+	sr_engine_help_forget(fd); /* as the channels do before closing */
 	close(fd);
 }
 
@@ -251,6 +254,7 @@ static void helper_cancelled(void **state)
 	kick(p.h.fd);
 	assert_int_equal(sr_engine_help(fd, probe_called, &p), 0);
 	probe_close(&p);
+	sr_engine_help_forget(fd); /* as the channels do before closing */
 	close(fd);
 }
 
@@ -269,6 +273,7 @@ int main(void)
 	/* Before the engine starts, nobody can help; allowed, the first handler starts it. */
 	if (sr_engine_help(fd, never_done, NULL) != -EBUSY)
 		return 1;
+	sr_engine_help_forget(fd); /* as the channels do before closing */
 	close(fd);
 	sr_engine_allow_helpers();
 	probe_open(&p);

@@ -6,6 +6,7 @@
  * without new socket input, a target deregistered while its FPDU sits in staging, and EOF
  * right behind staged FPDUs (between them: orderly; inside one: Terminate).
  */
+#include <poll.h>
 #include <sys/ioctl.h>
 
 #include "xport_helpers.h"
@@ -396,6 +397,91 @@ static void t_eof_inside_staged(void **s)
 	st_down(&t);
 }
 
+struct chan_waiter {
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	int ret;
+};
+
+static void *chan_wait(void *arg)
+{
+	struct chan_waiter *w = arg;
+	void *ctx;
+
+	w->ret = ibv_get_cq_event(w->ch, &w->cq, &ctx);
+	return NULL;
+}
+
+/*
+ * A thread blocked in ibv_get_cq_event runs the receive as the engine's helper and makes two
+ * completion events at once (a held Send's receive and a Read Response staged behind it, on
+ * the two CQs of one channel). Its own events carry no eventfd count; it takes one, and the
+ * other must get its count: the channel fd is readable while an event is queued.
+ */
+static void t_helper_events_two_cqs(void **s)
+{
+	struct st t;
+	uint8_t rbuf[64], sink[32] = { 0 }, resp[32], msg[16], fp[256];
+	struct chan_waiter w = { .ret = -2 };
+	struct pollfd pfd;
+	struct ibv_mr *rmr, *kmr;
+	struct ibv_cq *second;
+	struct ibv_wc wc;
+	pthread_t th;
+	uint64_t end;
+	void *ctx;
+	size_t l;
+
+	(void)s;
+	st_up(&t);
+	hold_forever(&t);
+	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+	kmr = ibv_reg_mr(t.e.pd, sink, sizeof(sink), IBV_ACCESS_LOCAL_WRITE);
+	fill(resp, sizeof(resp), 5);
+	fill(msg, sizeof(msg), 6);
+	assert_int_equal(ibv_req_notify_cq(t.e.rcq, 0), 0);
+	assert_int_equal(ibv_req_notify_cq(t.e.scq, 0), 0);
+	post_send1(&t.e, 1, IBV_WR_RDMA_READ, 0, sink, sizeof(sink), kmr->lkey, 0x1000, 0x2222);
+	assert_int_equal(raw_next(&t.r, NULL, 0, T_WAIT_MS), 0);
+	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_REQ);
+	/* a Send with no receive posted (held), the Read Response behind it */
+	l = fpdu_untagged(fp, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, msg, sizeof(msg));
+	l += fpdu_tagged(fp + l, true, SR_RDMAP_OP_READ_RESP, true, kmr->lkey, (uintptr_t)sink,
+			 resp, sizeof(resp));
+	xsend(t.peer, fp, l);
+	wait_drained(&t);
+	w.ch = t.e.ch;
+	assert_int_equal(pthread_create(&th, NULL, chan_wait, &w), 0);
+	end = now_ms() + T_WAIT_MS;
+	while (!sr_engine_helper_active() && now_ms() < end)
+		usleep(1000);
+	assert_true(sr_engine_helper_active());
+	/* the post resumes the held stream: both completions are made in the helping thread */
+	post_recv1(&t.e, 2, rbuf, sizeof(rbuf), rmr->lkey);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(w.ret, 0);
+	pfd = (struct pollfd){ .fd = t.e.ch->fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, T_WAIT_MS), 1);
+	assert_int_equal(ibv_get_cq_event(t.e.ch, &second, &ctx), 0);
+	assert_true(second != w.cq);
+	assert_true((w.cq == t.e.rcq && second == t.e.scq) ||
+		    (w.cq == t.e.scq && second == t.e.rcq));
+	/* nothing is left behind either: no count without an event */
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	ibv_ack_cq_events(t.e.rcq, 1);
+	ibv_ack_cq_events(t.e.scq, 1);
+	wait_wc(t.e.rcq, &wc, 1);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.byte_len, sizeof(msg));
+	wait_wc(t.e.scq, &wc, 1);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_memory_equal(sink, resp, sizeof(resp));
+	assert_int_equal(ibv_dereg_mr(rmr), 0);
+	assert_int_equal(ibv_dereg_mr(kmr), 0);
+	st_down(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -406,6 +492,7 @@ int main(void)
 		cmocka_unit_test(t_dereg_while_staged),
 		cmocka_unit_test(t_eof_after_staged),
 		cmocka_unit_test(t_eof_inside_staged),
+		cmocka_unit_test(t_helper_events_two_cqs),
 	};
 
 	return cmocka_run_group_tests(tests, grp_setup, grp_teardown);
