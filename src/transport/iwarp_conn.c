@@ -125,14 +125,6 @@ static void sr_iw_first_expired(struct sr_engine_timer *t)
 	sr_iw_fail_stream(c);
 }
 
-/* A bound in ms from the tunable `name`; out of range: `def`. */
-static unsigned int sr_iw_bound_ms(const char *name, unsigned int def)
-{
-	long v = sr_config_long(name);
-
-	return v >= 1 && v <= 600000 ? (unsigned int)v : def;
-}
-
 /* The timer that bounds the initiator's wait after its RTR: an engine timer, so the wait
  * costs no descriptor (a connection holds exactly its socket). */
 static int sr_iw_ready_timer_start(struct sr_iw_conn *c, unsigned int ms)
@@ -340,8 +332,8 @@ static bool sr_iw_terminate_out(struct sr_iw_conn *c)
 		sr_engine_mod(&c->h, EPOLLOUT);
 	}
 	pthread_mutex_unlock(&c->tx_lock);
-	if (pending && sr_engine_timer_arm(&c->close_t, sr_iw_bound_ms("SOFTRDMA_TERM_TIMEOUT_MS",
-									 SR_IW_TERM_TIMEOUT_MS)))
+	if (pending && sr_engine_timer_arm(&c->close_t, sr_config_ms("SOFTRDMA_TERM_TIMEOUT_MS",
+									SR_IW_TERM_TIMEOUT_MS)))
 		return true; /* no timer: do not wait */
 	if (pending)
 		sr_dbg("qp %u: Terminate waits for room in the socket", c->qp->ibqp.qp_num);
@@ -665,8 +657,8 @@ static void sr_iw_disconnect(struct ibv_qp *ibqp)
 	 * (holding our send queue, as a receiver-not-ready hold does) or never sends its FIN
 	 * gets the stream aborted at the bound, and the flush and DISCONNECTED follow.
 	 */
-	if (sr_engine_timer_arm(&c->close_t, sr_iw_bound_ms("SOFTRDMA_CLOSE_TIMEOUT_MS",
-							    SR_IW_CLOSE_TIMEOUT_MS)))
+	if (sr_engine_timer_arm(&c->close_t, sr_config_ms("SOFTRDMA_CLOSE_TIMEOUT_MS",
+							  SR_IW_CLOSE_TIMEOUT_MS)))
 		sr_iw_fail_stream(c); /* no timer to bound the wait: end it now */
 }
 
