@@ -360,12 +360,6 @@ static const char *wc_op_str(enum ibv_wc_opcode o)
 }
 
 /*
- * Wait for at least one completion: poll for up to c->spin_us, then arm the CQ and sleep on
- * the completion channel. Returns the number of completions in wc (1..max). With extra_fd
- * (server: the CM channel) returns 0 when that fd became readable and no completion arrived.
- * Dies after deadline (absolute, now_s() scale; 0 = none).
- */
-/*
  * The watchdog of a blocking wait (wait_cq): wait_cq stores its deadline (CLOCK_MONOTONIC
  * seconds, 0 while not blocked), a thread looks every 100 ms and ends a run whose peer
  * stopped answering. Plain stores: the wait itself costs no system call of ours, so the
@@ -398,6 +392,21 @@ static void watchdog_start(void)
 	pthread_detach(th);
 }
 
+/* A completion event was taken: acknowledge them in batches of 64 (one lock, not 64). */
+static void cq_event_taken(struct conn *c)
+{
+	if (++c->cq_events >= 64) {
+		ibv_ack_cq_events(c->cq, (unsigned int)c->cq_events);
+		c->cq_events = 0;
+	}
+}
+
+/*
+ * Wait for at least one completion: poll for up to c->spin_us, then arm the CQ and sleep on
+ * the completion channel. Returns the number of completions in wc (1..max). With extra_fd
+ * (server: the CM channel) returns 0 when that fd became readable and no completion arrived.
+ * Dies after deadline (absolute, now_s() scale; 0 = none).
+ */
 static int wait_cq(struct conn *c, struct ibv_wc *wc, int max, double deadline, int extra_fd,
 		   const char *what)
 {
@@ -433,15 +442,10 @@ static int wait_cq(struct conn *c, struct ibv_wc *wc, int max, double deadline, 
 				die("timeout waiting for %s", what);
 			pthread_once(&g_watchdog_once, watchdog_start);
 			g_wait_deadline = deadline > 0 ? deadline + 1 : 0;
-			if (ibv_get_cq_event(c->ch, &ecq, &ectx) == 0) {
-				c->cq_events++;
-				if (c->cq_events >= 64) {
-					ibv_ack_cq_events(c->cq, (unsigned int)c->cq_events);
-					c->cq_events = 0;
-				}
-			} else if (errno != EINTR) {
+			if (ibv_get_cq_event(c->ch, &ecq, &ectx) == 0)
+				cq_event_taken(c);
+			else if (errno != EINTR)
 				die("ibv_get_cq_event failed: errno %d (%s)", errno, strerror(errno));
-			}
 			g_wait_deadline = 0;
 			spin_until = now_s() + c->spin_us * 1e-6;
 			continue;
@@ -466,15 +470,10 @@ static int wait_cq(struct conn *c, struct ibv_wc *wc, int max, double deadline, 
 			struct ibv_cq *ecq;
 			void *ectx;
 
-			if (ibv_get_cq_event(c->ch, &ecq, &ectx) == 0) {
-				c->cq_events++;
-				if (c->cq_events >= 64) {
-					ibv_ack_cq_events(c->cq, (unsigned int)c->cq_events);
-					c->cq_events = 0;
-				}
-			} else if (errno != EAGAIN) {
+			if (ibv_get_cq_event(c->ch, &ecq, &ectx) == 0)
+				cq_event_taken(c);
+			else if (errno != EAGAIN)
 				die("ibv_get_cq_event failed: errno %d (%s)", errno, strerror(errno));
-			}
 		}
 		if (r > 0 && extra_fd >= 0 && (pfd[1].revents & POLLIN))
 			return 0;
