@@ -9,6 +9,7 @@
  * thread polling a CQ of the QP (iwarp_poll.c), under rx_lock: one caller at a time.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -456,6 +457,23 @@ static void sr_iw_rx_terminate(struct sr_iw_conn *c)
 	sr_iw_queue_terminate(c, &t);
 }
 
+/*
+ * Copy staged payload to its destination with the last byte stored last. An application may
+ * poll the last byte of a Write's target for its arrival (ib_write_lat, the eager-RDMA
+ * protocols of MPI libraries) and then read the rest; NICs place a message in address order.
+ * memcpy() does not: for a few KiB glibc stores the head of the buffer after its tail.
+ * Chunks are placed one after another, so each chunk's last byte being last makes the
+ * message's last byte last (docs/ARCHITECTURE.md, "Placement order").
+ */
+static void sr_iw_rx_place(uint8_t *to, const uint8_t *from, size_t n)
+{
+	if (!n)
+		return;
+	memcpy(to, from, n - 1);
+	atomic_thread_fence(memory_order_release);
+	*(volatile uint8_t *)(to + n - 1) = from[n - 1];
+}
+
 /* Bytes read into the staging buffer that the parser has not taken yet. */
 static size_t sr_iw_rx_staged(const struct sr_iw_conn *c)
 {
@@ -617,21 +635,23 @@ int sr_iw_rx(struct sr_iw_conn *c)
 		if (sr_iw_rx_staged(c)) {
 			n = (ssize_t)SR_MIN(ask, sr_iw_rx_staged(c));
 			from = c->rx_st + c->rx_st_pos;
-			memcpy(to, from, (size_t)n);
+			sr_iw_rx_place(to, from, (size_t)n);
 			c->rx_st_pos += (uint32_t)n;
 		} else {
 			/* The rest of this payload (not cut short by an SGE boundary) is followed
-			 * by its trailer and the next header: stage them with it. */
-			n = sr_iw_rx_recv(c, dst, ask,
-					  ask == need.len ? sr_fpdu_rx_lookahead(&c->rx) +
-								    SR_IW_RX_LA_EXTRA :
-							    0,
+			 * by its trailer and the next header: stage them with it, and its last
+			 * byte too, which the next turn places after the kernel's copy of the
+			 * others (sr_iw_rx_place). */
+			bool whole = ask == need.len;
+
+			n = sr_iw_rx_recv(c, dst, whole ? ask - 1 : ask,
+					  whole ? 1 + sr_fpdu_rx_lookahead(&c->rx) + SR_IW_RX_LA_EXTRA : 0,
 					  &drained);
 			from = dst;
 			if (n > 0)
 				budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
-			if (n > (ssize_t)ask)
-				n = (ssize_t)ask;
+			if (n > (ssize_t)ask - whole)
+				n = (ssize_t)ask - whole;
 		}
 		err = errno;
 		if (dst)

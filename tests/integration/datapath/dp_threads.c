@@ -10,8 +10,10 @@
  * Polling registered memory, as ib_write_lat does: each side spins on the last byte of its
  * region until the peer's RDMA WRITE has placed it, checks the payload and writes back. The
  * engine thread places the bytes while the application thread reads them; under TSan that
- * must not count as a race of ours (common/sr_dma.h), as a NIC's DMA would not.
- * Usage: dp_threads post|poll_write
+ * must not count as a race of ours (common/sr_dma.h), as a NIC's DMA would not. The last byte
+ * must land last: poll_write's 4 KiB Writes are copied from the transport's staging buffer,
+ * poll_write_large's 256 KiB ones are mostly received straight into the region.
+ * Usage: dp_threads post|poll_write|poll_write_large
  */
 #include <errno.h>
 #include <pthread.h>
@@ -190,51 +192,59 @@ static void case_post(void)
 
 #define DP_PINGS 200
 
+#define DP_WRITE_LARGE (256 * 1024)
+
 /* Spin until the last byte of buf (written by the peer's RDMA WRITE) is want. */
-static void wait_byte(const volatile uint8_t *buf, uint8_t want, const char *who)
+static void wait_byte(const volatile uint8_t *buf, size_t len, uint8_t want, const char *who)
 {
 	uint64_t end = dp_ns() + DP_SAFETY_NS;
 
-	while (buf[DP_WRITE - 1] != want) {
+	while (buf[len - 1] != want) {
 		DP_CHECK(dp_ns() < end, "%s: Write %u never landed", who, want);
 		sched_yield();
 	}
 }
 
-static void case_poll_write(void)
+static void case_poll_write(size_t len)
 {
-	static uint8_t src[2][DP_WRITE], dst[2][DP_WRITE]; /* [0] client, [1] server */
+	uint8_t *src[2], *dst[2]; /* [0] client, [1] server */
 	struct ibv_mr *smr[2], *dmr[2];
 	struct dp_side *side[2] = { &p.cli, &p.srv };
 
 	dp_connect(&p, NULL);
 	for (int k = 0; k < 2; k++) {
-		smr[k] = dp_reg(side[k]->pd, src[k], DP_WRITE, IBV_ACCESS_LOCAL_WRITE);
-		dmr[k] = dp_reg(side[k]->pd, dst[k], DP_WRITE,
+		src[k] = calloc(1, len);
+		dst[k] = calloc(1, len);
+		DP_CHECK(src[k] && dst[k], "calloc");
+		smr[k] = dp_reg(side[k]->pd, src[k], len, IBV_ACCESS_LOCAL_WRITE);
+		dmr[k] = dp_reg(side[k]->pd, dst[k], len,
 				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	}
 	for (uint32_t i = 1; i <= DP_PINGS; i++) {
 		for (int k = 0; k < 2; k++) { /* client to server, then back */
 			struct ibv_wc wc;
 
-			dp_fill(src[k], DP_WRITE - 1, i << 1 | (uint32_t)k);
-			src[k][DP_WRITE - 1] = (uint8_t)i;
-			DP_CHECK(dp_post_send(side[k], IBV_WR_RDMA_WRITE, i, smr[k], src[k], DP_WRITE,
-					      (uintptr_t)dst[!k], dmr[!k]->rkey,
+			dp_fill(src[k], len - 1, i << 1 | (uint32_t)k);
+			src[k][len - 1] = (uint8_t)i;
+			DP_CHECK(dp_post_send(side[k], IBV_WR_RDMA_WRITE, i, smr[k], src[k],
+					      (uint32_t)len, (uintptr_t)dst[!k], dmr[!k]->rkey,
 					      IBV_SEND_SIGNALED) == 0, "post write");
-			wait_byte(dst[!k], (uint8_t)i, k ? "client" : "server");
+			wait_byte(dst[!k], len, (uint8_t)i, k ? "client" : "server");
 			/* the last byte lands last: the rest of the Write is in place */
-			DP_CHECK(dp_check(dst[!k], DP_WRITE - 1, i << 1 | (uint32_t)k),
+			DP_CHECK(dp_check(dst[!k], len - 1, i << 1 | (uint32_t)k),
 				 "Write %u corrupted", i);
 			wc = dp_wait_wc(side[k]->cq, 30000);
 			DP_CHECK(wc.status == IBV_WC_SUCCESS, "write %u: %s", i,
 				 ibv_wc_status_str(wc.status));
 		}
 	}
-	printf("%d Writes each way seen by polling the region\n", DP_PINGS);
+	printf("%d Writes of %zu bytes each way seen by polling the region\n", DP_PINGS, len);
 	dp_disconnect_wait(&p);
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 2; k++) {
 		DP_CHECK(ibv_dereg_mr(smr[k]) == 0 && ibv_dereg_mr(dmr[k]) == 0, "dereg");
+		free(src[k]);
+		free(dst[k]);
+	}
 	dp_teardown(&p);
 }
 
@@ -245,9 +255,13 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc == 2 && !strcmp(argv[1], "poll_write")) {
-		case_poll_write();
+		case_poll_write(DP_WRITE);
 		return 0;
 	}
-	fprintf(stderr, "usage: dp_threads post|poll_write\n");
+	if (argc == 2 && !strcmp(argv[1], "poll_write_large")) {
+		case_poll_write(DP_WRITE_LARGE);
+		return 0;
+	}
+	fprintf(stderr, "usage: dp_threads post|poll_write|poll_write_large\n");
 	return 2;
 }
