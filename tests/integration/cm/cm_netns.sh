@@ -19,12 +19,11 @@ inns() { sr_in_ns "$@"; }
 
 # pair <server ns> <server addr> <server dev> <client ns> <connect addr> <client dev> <port>
 pair() {
-	local sns=$1 saddr=$2 sdev=$3 cns=$4 caddr=$5 cdev=$6 port=$7 out spid i
+	local sns=$1 saddr=$2 sdev=$3 cns=$4 caddr=$5 cdev=$6 port=$7 out spid
 	out=$(mktemp)
 	inns "$sns" "$T" serve "$saddr" "$port" "$sdev" >"$out" 2>&1 &
 	spid=$!
-	for i in $(seq 100); do grep -q LISTENING "$out" && break; sleep 0.05; done
-	grep -q LISTENING "$out" || { cat "$out"; sr_fail "server on $saddr did not listen"; }
+	sr_wait_output "$out" LISTENING
 	inns "$cns" "$T" dial "$caddr" "$port" "$cdev" || { cat "$out"; sr_fail "dial $caddr"; }
 	wait "$spid" || { cat "$out"; sr_fail "server $saddr"; }
 	rm -f "$out"

@@ -18,11 +18,11 @@ log=$(mktemp)
 ip netns exec "$a" env LD_LIBRARY_PATH="$SR_LIBDIR" ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
 	"$SR_TESTBIN/port_events" sriw_sr0 2 >"$log" 2>&1 &
 pid=$!
-for i in $(seq 100); do grep -q '^ready' "$log" && break; sleep 0.05; done
+sr_wait_output "$log" '^ready'
 grep -q '^ready active' "$log" || { cat "$log"; sr_fail "not ready/active"; }
 
 ip -n "$a" link set sr0 down
-for i in $(seq 100); do grep -q 'PORT_ERR\|port error' "$log" && break; sleep 0.05; done
+sr_wait_output "$log" 'PORT_ERR\|port error'
 ip netns exec "$a" env LD_LIBRARY_PATH="$SR_LIBDIR" ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
 	ASAN_OPTIONS=detect_leaks=0 ibv_devinfo -d sriw_sr0 | tee /dev/stderr | grep -q 'PORT_DOWN' ||
 	sr_fail "ibv_devinfo does not show PORT_DOWN"
