@@ -87,6 +87,8 @@ _Static_assert(SR_IW_BATCH_IOV >= SR_MAX_SGE + 2, "a batch holds at least one FP
  * one FPDU is copied into the batch when it is built (under sr_mr_enter, like the CRC's
  * read), so several of them go out with one sendmsg() and none of them reads registered
  * memory during the call. They complete in order once the whole batch is in the socket.
+ * Small Read Responses share a batch the same way (their IRD slots free once it is in the
+ * socket), and so do consecutive Read Requests, which are headers only.
  */
 #define SR_IW_STAGE_MSG   512
 #define SR_IW_STAGE_BYTES 4096
@@ -281,6 +283,8 @@ struct sr_iw_conn {
 	int fp_iovcnt, fp_iovpos;
 	uint32_t fp_stage_used;      /* bytes of fp->stage taken */
 	int fp_nstaged;              /* WQEs in fp->staged, to complete once it is written */
+	uint32_t fp_nrresp;          /* Read Responses copied into the batch (the first of the
+				      * resp ring), to leave the ring once it is written */
 	bool fp_busy;
 	bool fp_data;                /* its payload comes from the message in progress (c->src,
 				      * or cur_resp for a Read Response): enter its regions */
@@ -337,6 +341,9 @@ struct sr_iw_conn {
 	uint8_t *rx_st;
 	uint32_t rx_st_pos, rx_st_len;
 	bool rx_after_direct;         /* the last read placed payload in place (sr_iw_rx_stage_len) */
+	bool rx_tx_due;               /* a Read Request or Response came while more was staged:
+				       * transmit once the staged bytes are parsed, so that the
+				       * Responses (or further Requests) share a batch */
 
 	/*
 	 * Poll-mode progress (iwarp_poll.c; docs/ARCHITECTURE.md, "Progress in the application's

@@ -315,6 +315,36 @@ static enum ibv_wc_status sr_iw_term_status(const struct sr_term_info *t)
 	}
 }
 
+/* Bytes read into the staging buffer that the parser has not taken yet. */
+static size_t sr_iw_rx_staged(const struct sr_iw_conn *c)
+{
+	return c->rx_st_len - c->rx_st_pos;
+}
+
+/*
+ * A Read Request or Response came in: the transmit side has something to do (a Response to
+ * send, or a Read that waited for ORD). With more FPDUs staged behind it, that waits until
+ * they are parsed (sr_iw_rx_tx_flush): a window of Requests parsed from one recvmsg() then
+ * gets its Responses in one batch, and a window of Responses lets the waiting Reads go out
+ * together.
+ */
+static void sr_iw_rx_tx_due(struct sr_iw_conn *c)
+{
+	if (sr_iw_rx_staged(c))
+		c->rx_tx_due = true;
+	else
+		sr_iw_tx_progress(c);
+}
+
+/* What sr_iw_rx_tx_due held back, now that the staged bytes are parsed (or parsing stops). */
+static void sr_iw_rx_tx_flush(struct sr_iw_conn *c)
+{
+	if (c->rx_tx_due) {
+		c->rx_tx_due = false;
+		sr_iw_tx_progress(c);
+	}
+}
+
 /* A whole segment has arrived and its CRC is good: act on it. */
 static int sr_iw_on_seg(struct sr_iw_conn *c)
 {
@@ -351,7 +381,7 @@ static int sr_iw_on_seg(struct sr_iw_conn *c)
 		c->rx_read = NULL;
 		if (w)
 			sr_sq_complete(c->qp, w, IBV_WC_SUCCESS);
-		sr_iw_tx_progress(c); /* an ORD slot freed / a fence may lift */
+		sr_iw_rx_tx_due(c); /* an ORD slot freed / a fence may lift */
 		return 0;
 	}
 	case SR_RDMAP_OP_SEND:
@@ -416,8 +446,8 @@ static int sr_iw_on_seg(struct sr_iw_conn *c)
 		}
 		c->resp[(c->resp_head + c->resp_count) % c->resp_cap] = resp;
 		c->resp_count++;
-		sr_iw_tx_progress_locked(c);
 		pthread_mutex_unlock(&c->tx_lock);
+		sr_iw_rx_tx_due(c);
 		return 0;
 	}
 	case SR_RDMAP_OP_TERMINATE: {
@@ -474,12 +504,6 @@ static void sr_iw_rx_place(uint8_t *to, const uint8_t *from, size_t n)
 	*(volatile uint8_t *)(to + n - 1) = from[n - 1];
 }
 
-/* Bytes read into the staging buffer that the parser has not taken yet. */
-static size_t sr_iw_rx_staged(const struct sr_iw_conn *c)
-{
-	return c->rx_st_len - c->rx_st_pos;
-}
-
 /*
  * One recvmsg(): straight into `dst` (at most `len` bytes, the rest of a large payload) with
  * up to `st_len` bytes after it into the staging buffer, or with `dst` NULL only into the
@@ -527,9 +551,13 @@ static size_t sr_iw_rx_stage_len(const struct sr_iw_conn *c)
 	       SR_FPDU_HDR_UNTAGGED;
 }
 
-/* Give the staging buffer back once it holds nothing: an idle connection keeps none. */
+/*
+ * Leaving sr_iw_rx: transmit what parsing held back, and give the staging buffer back once
+ * it holds nothing (an idle connection keeps none).
+ */
 static int sr_iw_rx_out(struct sr_iw_conn *c, int ret)
 {
+	sr_iw_rx_tx_flush(c);
 	if (c->rx_st && !sr_iw_rx_staged(c)) {
 		free(c->rx_st);
 		c->rx_st = NULL;
@@ -591,10 +619,12 @@ int sr_iw_rx(struct sr_iw_conn *c)
 		ssize_t n;
 		int r, err;
 
+		if (!sr_iw_rx_staged(c))
+			sr_iw_rx_tx_flush(c); /* before the next read, or before a Terminate */
 		sr_fpdu_rx_need(&c->rx, &need);
 		if (need.stage == SR_FPDU_RX_FAILED) {
 			sr_iw_rx_terminate(c);
-			return -EPROTO;
+			return sr_iw_rx_out(c, -EPROTO);
 		}
 		/* A read came back short: the socket has nothing more now. Asking again would
 		 * only draw EAGAIN; the level-triggered poll brings us back for what follows. */
@@ -674,7 +704,7 @@ int sr_iw_rx(struct sr_iw_conn *c)
 		if (r == SR_IW_RX_HOLD)
 			return sr_iw_rx_out(c, 0); /* nothing more until the receive is posted */
 		if (r == -ECONNRESET)
-			return r; /* the peer terminated */
+			return sr_iw_rx_out(c, r); /* the peer terminated */
 		/* other failures leave the parser FAILED: the next turn sends our Terminate */
 	}
 	return sr_iw_rx_out(c, 0);

@@ -334,11 +334,16 @@ static void sr_iw_wqe_fail(struct sr_iw_conn *c, enum ibv_wc_status st)
 	sr_iw_term_locked(c, &t);
 }
 
-/* tx_lock held: the Read Response in progress is over (sent or cut off); its IRD slot frees. */
+/*
+ * tx_lock held: the Read Response at the head of the ring (in progress, or copied into the
+ * batch just written) is over, sent or cut off; its IRD slot frees.
+ */
 static void sr_iw_rresp_pop(struct sr_iw_conn *c)
 {
-	if (c->cur_resp.mr)
-		sr_mr_put(c->cur_resp.mr);
+	struct sr_mr *mr = c->resp[c->resp_head].mr;
+
+	if (mr)
+		sr_mr_put(mr);
 	c->resp_head = (c->resp_head + 1) % c->resp_cap;
 	c->resp_count--;
 	c->kind = SR_IW_TX_IDLE;
@@ -446,6 +451,76 @@ static bool sr_iw_stage_join(struct sr_iw_conn *c)
 	return false;
 }
 
+/* Results of sr_iw_start_read. */
+enum sr_iw_read_step {
+	SR_IW_READ_SENT,   /* its Read Request is in the batch */
+	SR_IW_READ_WAIT,   /* ORD full, or FENCE with Reads outstanding */
+	SR_IW_READ_FAILED, /* completed with an error (never when joining) */
+};
+
+/*
+ * The Read in c->wqe: its Read Request into the batch. Joining a batch of Read Requests
+ * already built, one that would fail is not failed but left in c->wqe (SR_IW_READ_WAIT):
+ * the next batch starts and fails it, after the Requests before it have gone.
+ */
+static enum sr_iw_read_step sr_iw_start_read(struct sr_iw_conn *c, bool joining)
+{
+	struct sr_send_wqe *w = c->wqe;
+	uint32_t ord = c->mpa.ord ? c->mpa.ord : 1;
+	struct sr_iw_rreq *q;
+	struct sr_rdmap_rreq rr;
+
+	if (!sr_iw_rreq_ring(c)) {
+		if (joining)
+			return SR_IW_READ_WAIT;
+		sr_iw_wqe_fail(c, IBV_WC_LOC_QP_OP_ERR);
+		return SR_IW_READ_FAILED;
+	}
+	if (c->rreq_count >= ord || c->rreq_count >= c->rreq_cap)
+		return SR_IW_READ_WAIT;
+	if ((w->flags & IBV_SEND_FENCE) && c->rreq_count)
+		return SR_IW_READ_WAIT;
+	q = &c->rreq[(c->rreq_head + c->rreq_count) % c->rreq_cap];
+	if (sr_iw_buf_init(&q->sink, c->qp->pd, w->sge, w->num_sge, IBV_ACCESS_LOCAL_WRITE) !=
+	    SR_ACC_OK) {
+		if (joining)
+			return SR_IW_READ_WAIT;
+		sr_iw_wqe_fail(c, IBV_WC_LOC_PROT_ERR);
+		return SR_IW_READ_FAILED;
+	}
+	q->wqe = w;
+	q->len = (uint32_t)w->length;
+	q->placed = 0;
+	/* The sink is named by the first SGE; responses are matched in order and scattered
+	 * over all SGEs of the WQE by offset. */
+	q->sink_stag = w->num_sge ? w->sge[0].lkey : 0;
+	q->sink_to = w->num_sge ? w->sge[0].addr : 0;
+	c->rreq_count++;
+	rr.sink_stag = q->sink_stag;
+	rr.sink_to = q->sink_to;
+	rr.size = q->len;
+	rr.src_stag = w->rkey;
+	rr.src_to = w->remote_addr;
+	sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_rreq(SR_IW_HDR(c), SR_IW_HDR_SIZE(c),
+						    ++c->rreq_msn, &rr), 0, 0);
+	c->wqe = NULL; /* completes when its response has been placed */
+	c->kind = SR_IW_TX_IDLE;
+	return SR_IW_READ_SENT;
+}
+
+/*
+ * Another WQE (c->wqe, not started) for a batch that holds Read Requests: a Read that can
+ * start now joins it (Requests are headers only, so a window of Reads goes out with one
+ * sendmsg()); anything else stays in c->wqe for the next batch.
+ */
+static bool sr_iw_rreq_join(struct sr_iw_conn *c)
+{
+	if (c->wqe->opcode != IBV_WR_RDMA_READ || c->fp_n >= SR_IW_BATCH ||
+	    c->fp_iovcnt + 2 > SR_IW_BATCH_IOV)
+		return false;
+	return sr_iw_start_read(c, true) == SR_IW_READ_SENT;
+}
+
 /*
  * Start the WQE in c->wqe. Returns false when it must wait (ORD full, or FENCE with Reads
  * outstanding); it then stays in c->wqe until a Read Response frees a slot.
@@ -453,48 +528,11 @@ static bool sr_iw_stage_join(struct sr_iw_conn *c)
 static bool sr_iw_start_wqe(struct sr_iw_conn *c)
 {
 	struct sr_send_wqe *w = c->wqe;
-	enum sr_access_result r;
 
 	sr_dbg("qp %u: wr %llu opcode %d starts", c->qp->ibqp.qp_num,
 	       (unsigned long long)w->wr_id, w->opcode);
-	if (w->opcode == IBV_WR_RDMA_READ) {
-		struct sr_iw_rreq *q;
-		struct sr_rdmap_rreq rr;
-		uint32_t ord = c->mpa.ord ? c->mpa.ord : 1;
-
-		if (!sr_iw_rreq_ring(c)) {
-			sr_iw_wqe_fail(c, IBV_WC_LOC_QP_OP_ERR);
-			return true;
-		}
-		if (c->rreq_count >= ord || c->rreq_count >= c->rreq_cap)
-			return false;
-		if ((w->flags & IBV_SEND_FENCE) && c->rreq_count)
-			return false;
-		q = &c->rreq[(c->rreq_head + c->rreq_count) % c->rreq_cap];
-		r = sr_iw_buf_init(&q->sink, c->qp->pd, w->sge, w->num_sge, IBV_ACCESS_LOCAL_WRITE);
-		if (r != SR_ACC_OK) {
-			sr_iw_wqe_fail(c, IBV_WC_LOC_PROT_ERR);
-			return true;
-		}
-		q->wqe = w;
-		q->len = (uint32_t)w->length;
-		q->placed = 0;
-		/* The sink is named by the first SGE; responses are matched in order and scattered
-		 * over all SGEs of the WQE by offset. */
-		q->sink_stag = w->num_sge ? w->sge[0].lkey : 0;
-		q->sink_to = w->num_sge ? w->sge[0].addr : 0;
-		c->rreq_count++;
-		rr.sink_stag = q->sink_stag;
-		rr.sink_to = q->sink_to;
-		rr.size = q->len;
-		rr.src_stag = w->rkey;
-		rr.src_to = w->remote_addr;
-		sr_iw_fpdu_seal(c, (size_t)sr_fpdu_put_rreq(SR_IW_HDR(c), SR_IW_HDR_SIZE(c),
-							    ++c->rreq_msn, &rr), 0, 0);
-		c->wqe = NULL; /* completes when its response has been placed */
-		c->kind = SR_IW_TX_IDLE;
-		return true;
-	}
+	if (w->opcode == IBV_WR_RDMA_READ)
+		return sr_iw_start_read(c, false) != SR_IW_READ_WAIT;
 	if ((w->flags & IBV_SEND_FENCE) && c->rreq_count)
 		return false;
 	if (!sr_iw_wqe_source(c)) {
@@ -623,6 +661,44 @@ static void sr_iw_build_term(struct sr_iw_conn *c)
 	sr_iw_tx_end_set(c, SR_IW_TXE_TERM_SENT);
 }
 
+/*
+ * Small Read Responses at the head of the ring join the batch as copies, as small Sends do
+ * (sr_iw_stage): the Responses to a window of pipelined Reads go out with one sendmsg().
+ * Each stays in the ring, holding its IRD slot, until the batch is in the socket
+ * (sr_iw_staged_done). Stops at the first one that is large, does not fit or whose region
+ * has been deregistered: sr_iw_build_rresp deals with it in a batch of its own. True when
+ * the batch holds any.
+ */
+static bool sr_iw_stage_rresps(struct sr_iw_conn *c)
+{
+	while (c->fp_nrresp < c->resp_count) {
+		const struct sr_iw_rresp *r = &c->resp[(c->resp_head + c->fp_nrresp) % c->resp_cap];
+		uint8_t *dst = c->fp->stage + c->fp_stage_used;
+		ssize_t hlen;
+
+		sr_iw_refresh_mss(c, r->len);
+		if (r->len > SR_IW_STAGE_MSG || r->len + SR_DDP_TAGGED_HDR_LEN > c->mulpdu ||
+		    c->fp_stage_used + r->len > SR_IW_STAGE_BYTES || c->fp_n >= SR_IW_BATCH ||
+		    c->fp_iovcnt + 3 > SR_IW_BATCH_IOV)
+			break;
+		if (r->len) {
+			if (!sr_mr_enter(r->mr))
+				break;
+			sr_dma_read_begin(); /* registered memory */
+			memcpy(dst, r->src, r->len);
+			sr_dma_read_end();
+			sr_mr_leave(r->mr);
+		}
+		hlen = sr_fpdu_put_tagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c), SR_RDMAP_OP_READ_RESP,
+					  true, r->sink_stag, r->sink_to, r->len);
+		c->fp->iov[c->fp_iovcnt + 1] = (struct iovec){ .iov_base = dst, .iov_len = r->len };
+		sr_iw_fpdu_seal(c, (size_t)hlen, r->len ? 1 : 0, r->len);
+		c->fp_stage_used += r->len;
+		c->fp_nrresp++;
+	}
+	return c->fp_nrresp > 0;
+}
+
 /* Start the Read Response at the head of the ring. False: its source region is gone. */
 static bool sr_iw_build_rresp(struct sr_iw_conn *c)
 {
@@ -655,10 +731,16 @@ static enum sr_iw_wqe_step sr_iw_build_wqe(struct sr_iw_conn *c)
 		if (!c->wqe)
 			c->wqe = sr_sq_next(c->qp);
 		if (!c->wqe)
-			return c->fp_nstaged ? SR_IW_WQE_BUILT : SR_IW_WQE_EMPTY;
+			return c->fp_busy ? SR_IW_WQE_BUILT : SR_IW_WQE_EMPTY;
 		if (c->fp_nstaged) {
 			/* small messages were copied into the batch: more may join */
 			if (!sr_iw_stage_join(c))
+				return SR_IW_WQE_BUILT;
+			continue;
+		}
+		if (c->fp_busy) {
+			/* Read Requests are in the batch: more Reads may join */
+			if (!sr_iw_rreq_join(c))
 				return SR_IW_WQE_BUILT;
 			continue;
 		}
@@ -666,6 +748,8 @@ static enum sr_iw_wqe_step sr_iw_build_wqe(struct sr_iw_conn *c)
 			return SR_IW_WQE_WAIT;
 		if (c->fp_nstaged)
 			continue; /* copied: look for more to join it */
+		if (c->fp_busy && c->kind == SR_IW_TX_IDLE)
+			continue; /* a Read Request: look for more Reads to join it */
 		if (c->fp_busy)
 			return SR_IW_WQE_BUILT;
 		if (c->tx_end == SR_IW_TXE_TERM_QUEUED)
@@ -675,13 +759,15 @@ static enum sr_iw_wqe_step sr_iw_build_wqe(struct sr_iw_conn *c)
 
 /*
  * The batch is in the socket: its copied WQEs complete, in order, with tx_lock held for the
- * reason sr_iw_message_done gives.
+ * reason sr_iw_message_done gives, and its copied Read Responses leave the ring.
  */
 static void sr_iw_staged_done(struct sr_iw_conn *c)
 {
 	for (int i = 0; i < c->fp_nstaged; i++)
 		sr_sq_complete(c->qp, c->fp->staged[i], IBV_WC_SUCCESS);
 	c->fp_nstaged = 0;
+	for (; c->fp_nrresp; c->fp_nrresp--)
+		sr_iw_rresp_pop(c);
 }
 
 /* Pick (sr_iw_tx_pick) and build the next batch. False when there is nothing to send now. */
@@ -695,6 +781,7 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 		c->fp_data = false;
 		c->fp_stage_used = 0;
 		c->fp_nstaged = 0; /* completed when the last batch was written */
+		c->fp_nrresp = 0;  /* popped then */
 		switch (sr_iw_tx_pick(c)) {
 		case SR_IW_NEXT_NONE:
 			return false;
@@ -709,7 +796,7 @@ static bool sr_iw_next_fpdu(struct sr_iw_conn *c)
 			sr_iw_msg_revoked(c);
 			continue; /* its Terminate, if the stream still takes one */
 		case SR_IW_NEXT_RRESP:
-			if (sr_iw_build_rresp(c))
+			if (sr_iw_stage_rresps(c) || sr_iw_build_rresp(c))
 				return true;
 			sr_iw_msg_revoked(c);
 			continue;
@@ -768,6 +855,7 @@ void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 				free(c->fp);
 				c->fp = NULL;
 				c->fp_nstaged = 0;
+				c->fp_nrresp = 0;
 				sr_iw_want_out(c, false);
 				return;
 			}

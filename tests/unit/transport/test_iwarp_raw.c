@@ -6,11 +6,34 @@
  * bytes, QP to ERR with QP_FATAL, receives flushed, memory outside the MR untouched), and
  * that ibv_dereg_mr cuts off a Write being placed and a Read Response being sent.
  */
+#include <stdatomic.h>
+#include <stdio.h>
 #include <sys/mman.h>
 
 #include "xport_helpers.h"
 
 #define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+
+/*
+ * The transport's sendmsg() calls on one socket, counted (linked with --wrap=sendmsg): how
+ * many FPDUs share a call is what batching promises, and only the calls show it.
+ */
+ssize_t __real_sendmsg(int fd, const struct msghdr *m, int flags);
+static atomic_int sendmsg_fd = -1, sendmsg_calls;
+
+ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags);
+ssize_t __wrap_sendmsg(int fd, const struct msghdr *m, int flags)
+{
+	if (fd == atomic_load(&sendmsg_fd))
+		atomic_fetch_add(&sendmsg_calls, 1);
+	return __real_sendmsg(fd, m, flags);
+}
+
+static void count_sendmsg(int fd)
+{
+	atomic_store(&sendmsg_calls, 0);
+	atomic_store(&sendmsg_fd, fd);
+}
 #define PG 4096
 
 struct rq {
@@ -304,6 +327,140 @@ static void t_rresp_echo(void **s)
 	rq_down(&t);
 	free(mem);
 	free(got);
+}
+
+/*
+ * A window of Read Requests in one segment: the Responses come back in order, each with its
+ * sink STag/TO and bytes, whether copied into a shared batch (at most SR_IW_STAGE_MSG
+ * bytes, while the batch has room) or sent from the region (larger ones, in between); the
+ * IRD slots free once they are out, so a second full window is taken too.
+ */
+static void rresp_window(bool crc)
+{
+	static const uint32_t sizes[] = { 64, 0, SR_IW_STAGE_MSG, SR_IW_STAGE_MSG + 1, 8, 512,
+					  512, 512, 512, 512, 512, 512, 1, 3000, 64, 64 };
+	enum { N = sizeof(sizes) / sizeof(sizes[0]) };
+	const size_t n = 64 * 1024;
+	uint8_t *mem = malloc(n), *fp = malloc(N * 64), got[4096];
+	struct ibv_mr *mr;
+	struct rq t;
+
+	rq_up(&t, true, mpa_conn(crc, 0, N, N));
+	fill(mem, n, 21);
+	mr = ibv_reg_mr(t.e.pd, mem, n, IBV_ACCESS_REMOTE_READ);
+	assert_non_null(mr);
+	for (int round = 0; round < 2; round++) {
+		size_t l = 0;
+
+		for (int i = 0; i < N; i++)
+			l += fpdu_rreq(fp + l, crc, (uint32_t)(round * N + i + 1), 0x500 + (uint32_t)i,
+				       0x10000ull * (uint64_t)(i + 1), sizes[i], mr->rkey,
+				       (uintptr_t)mem + (uint64_t)i * 1000);
+		count_sendmsg(t.qfd);
+		xsend(t.peer, fp, l); /* one segment: the QP reads the window with one recvmsg() */
+		for (int i = 0; i < N; i++) {
+			memset(got, 0, sizeof(got));
+			t.r.to_base = 0x10000ull * (uint64_t)(i + 1);
+			assert_int_equal(raw_next(&t.r, got, sizeof(got), T_WAIT_MS), 0);
+			assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_RESP);
+			assert_int_equal(t.r.seg.stag, 0x500 + (uint32_t)i);
+			assert_int_equal(t.r.seg.to, t.r.to_base);
+			assert_true(t.r.seg.last);
+			assert_int_equal(t.r.seg.payload_len, sizes[i]);
+			assert_memory_equal(got, mem + (size_t)i * 1000, sizes[i]);
+		}
+		/* batches: 64 0 512 | 513 | 8 512x7 1 | 3000 | 64 64 (one sendmsg each) */
+		printf("round %d: %d Read Responses in %d sendmsg()\n", round, N,
+		       atomic_load(&sendmsg_calls));
+		assert_true(atomic_load(&sendmsg_calls) <= 5);
+	}
+	assert_int_equal(closed_calls(&t.e, NULL), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	rq_down(&t);
+	free(mem);
+	free(fp);
+}
+
+static void t_rresp_window_crc(void **s)
+{
+	(void)s;
+	rresp_window(true);
+}
+
+static void t_rresp_window_nocrc(void **s)
+{
+	(void)s;
+	rresp_window(false);
+}
+
+/*
+ * Reads posted as a list share a batch of Read Requests up to ORD; the rest go once
+ * Responses free ORD slots, again together; all complete in order with their bytes placed.
+ */
+static void t_rreq_window(void **s)
+{
+	enum { N = 10, ORD = 4, LEN = 100 };
+	uint8_t *sink = calloc(N, LEN), src[N][LEN], fp[N * 200];
+	struct ibv_send_wr wr[N], *bad;
+	struct ibv_sge sg[N];
+	struct ibv_wc wc[N];
+	struct ibv_mr *mr;
+	struct rq t;
+	int sent = 0;
+
+	(void)s;
+	rq_up(&t, true, mpa_conn(true, 0, ORD, ORD));
+	mr = ibv_reg_mr(t.e.pd, sink, N * LEN, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	for (int i = 0; i < N; i++) {
+		fill(src[i], LEN, 40 + (uint32_t)i);
+		sg[i] = (struct ibv_sge){ .addr = (uintptr_t)(sink + i * LEN), .length = LEN,
+					  .lkey = mr->lkey };
+		wr[i] = (struct ibv_send_wr){
+			.wr_id = 300 + (uint64_t)i,
+			.next = i + 1 < N ? &wr[i + 1] : NULL,
+			.sg_list = &sg[i],
+			.num_sge = 1,
+			.opcode = IBV_WR_RDMA_READ,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = { .remote_addr = 0x7000 + (uint64_t)i * LEN, .rkey = 0x77 },
+		};
+	}
+	count_sendmsg(t.qfd);
+	assert_int_equal(ibv_post_send(t.e.qp, wr, &bad), 0);
+	while (sent < N) {
+		int win = N - sent < ORD ? N - sent : ORD;
+		size_t l = 0;
+
+		/* ORD Requests, in order, and no more until Responses come */
+		for (int i = sent; i < sent + win; i++) {
+			assert_int_equal(raw_next(&t.r, NULL, 0, T_WAIT_MS), 0);
+			assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_REQ);
+			assert_int_equal(t.r.seg.msn, (uint32_t)i + 1);
+			assert_int_equal(t.r.seg.rreq.src_to, wr[i].wr.rdma.remote_addr);
+			assert_int_equal(t.r.seg.rreq.size, LEN);
+			l += fpdu_tagged(fp + l, true, SR_RDMAP_OP_READ_RESP, true,
+					 t.r.seg.rreq.sink_stag, t.r.seg.rreq.sink_to, src[i], LEN);
+		}
+		if (win == ORD && sent + win < N)
+			assert_false(fd_readable(t.peer, 50));
+		xsend(t.peer, fp, l);
+		sent += win;
+	}
+	wait_wc(t.e.scq, wc, N);
+	/* a window of Requests per sendmsg(): the posted list, then each window of Responses
+	 * (one segment, one recvmsg()) frees ORD slots for the next */
+	printf("%d Read Requests in %d sendmsg()\n", N, atomic_load(&sendmsg_calls));
+	assert_true(atomic_load(&sendmsg_calls) <= (N + ORD - 1) / ORD);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[i].wr_id, 300 + (uint64_t)i);
+		assert_memory_equal(sink + i * LEN, src[i], LEN);
+	}
+	assert_int_equal(closed_calls(&t.e, NULL), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	rq_down(&t);
+	free(sink);
 }
 
 /*
@@ -1327,6 +1484,9 @@ int main(void)
 		cmocka_unit_test(t_tx_format_crc),
 		cmocka_unit_test(t_tx_format_nocrc),
 		cmocka_unit_test(t_rresp_echo),
+		cmocka_unit_test(t_rresp_window_crc),
+		cmocka_unit_test(t_rresp_window_nocrc),
+		cmocka_unit_test(t_rreq_window),
 		cmocka_unit_test(t_bytewise),
 		cmocka_unit_test(t_lookahead_stream),
 		cmocka_unit_test(t_lookahead_malformed),
