@@ -131,15 +131,35 @@ sr_hosts() {
 
 # Wait (up to 20 s) until something listens on TCP port $1 on the host of prefix "${@:2}"
 # (our rdma_cm listeners are real TCP listeners). Starting a client after a fixed sleep is
-# flaky on a loaded machine.
+# flaky on a loaded machine. With SR_WAIT_PID set, fails at once when that process (the
+# server) has exited, printing SR_WAIT_LOG (its output) if set.
 sr_wait_listen() {
 	local port=$1
 	shift
 	for _ in $(seq 200); do
 		[ -n "$("$@" ss -Hltn "sport = :$port" 2>/dev/null)" ] && return 0
+		if [ -n "${SR_WAIT_PID:-}" ] && ! kill -0 "$SR_WAIT_PID" 2>/dev/null; then
+			[ -n "${SR_WAIT_LOG:-}" ] && cat "$SR_WAIT_LOG"
+			sr_fail "the server exited before listening on port $port"
+		fi
 		sleep 0.1
 	done
+	[ -n "${SR_WAIT_LOG:-}" ] && cat "$SR_WAIT_LOG"
 	sr_fail "nothing listens on port $port after 20 s"
+}
+
+# A TCP port for a test's server: below the host's ephemeral range, so that no connection's
+# implicit local port (ours or the kernel's, in this test or a parallel one) can hold it,
+# and not bound by anything right now.
+sr_port() {
+	local low p
+	read -r low _ </proc/sys/net/ipv4/ip_local_port_range
+	[ "$low" -gt 21000 ] 2>/dev/null || low=30000
+	for _ in $(seq 100); do
+		p=$((20000 + RANDOM % (low - 20000)))
+		[ -z "$(ss -Htan "sport = :$p" 2>/dev/null)" ] && break
+	done
+	echo "$p"
 }
 
 # Run a program through our libraries on a host prefix: sr_run_on "${SR_SRV[@]}" -- cmd...
@@ -165,7 +185,7 @@ sr_server_client() {
 	SR_CLOG=$(mktemp)
 	sr_run_on "${SR_SRV[@]}" -- "${srv[@]}" >"$SR_SLOG" 2>&1 &
 	spid=$!
-	sr_wait_listen "$port" "${SR_SRV[@]}"
+	SR_WAIT_PID=$spid SR_WAIT_LOG=$SR_SLOG sr_wait_listen "$port" "${SR_SRV[@]}"
 	sr_run_on "${SR_CLI[@]}" -- "$@" >"$SR_CLOG" 2>&1
 	SR_CRC=$?
 	# a client that failed with the pattern in SR_SERVER_KILL_ON leaves no server to wait for

@@ -9,7 +9,7 @@ ucmatose*) sr_need_cmd ucmatose ;;
 cmtime) sr_need_cmd cmtime ;;
 *) sr_fail "unknown case $1" ;;
 esac
-port=$((20000 + RANDOM % 20000))
+port=$(sr_port)
 # Each connection costs the process exactly its TCP socket (the CM's timers share one
 # descriptor): 1000 connections fit the common default limit of 1024 descriptors, as they
 # do with the kernel CM. Run under that limit so that a per-connection descriptor shows.

@@ -12,7 +12,7 @@
 sr_need_cmd ip ss cmtime ucmatose
 sr_hosts netns
 N=100
-port=$((20000 + RANDOM % 20000))
+port=$(sr_port)
 
 # count <ns prefix...> -- <state filter>: sockets to/from $port in that state
 count() {

@@ -18,7 +18,7 @@ for v in $(env | grep -o '^FI_[A-Za-z0-9_]*'); do unset "$v"; done
 # so the rdm test sets FI_OFI_RXM_USE_SRX=1 (rxm's receives then go to our SRQ).
 [[ $prov == *ofi_rxm* ]] && export FI_OFI_RXM_USE_SRX=1
 for size in "$@"; do
-	port=$((20000 + RANDOM % 20000))
+	port=$(sr_port)
 	sr_server_client "$port" timeout 120 fi_pingpong -p "$prov" -e "$ep" -I 100 -S "$size" -c \
 		-B "$port" -- timeout 120 fi_pingpong -p "$prov" -e "$ep" -I 100 -S "$size" -c \
 		-P "$port" "$SR_ADDR"

@@ -14,7 +14,7 @@ shift 2
 # perftest's own retry path. Only that failure is retried (up to 5 times); it shows on a
 # loaded machine.
 for try in $(seq 5); do
-	port=$((20000 + RANDOM % 20000))
+	port=$(sr_port)
 	SR_SERVER_KILL_ON=RDMA_CM_EVENT_REJECTED \
 		sr_server_client "$port" timeout 120 "$prog" -R -p "$port" "$@" -- \
 		timeout 120 "$prog" -R -p "$port" "$@" "$SR_ADDR"

@@ -12,7 +12,7 @@ prog=$2
 sr_need_cmd "$prog" ss
 sr_hosts "$1"
 args=(-R -q 8 -s 4194304 -n 5)
-port=$((20000 + RANDOM % 20000))
+port=$(sr_port)
 slog=$(mktemp)
 clog=$(mktemp)
 sr_run_on "${SR_SRV[@]}" -- timeout 120 "$prog" "${args[@]}" -p "$port" >"$slog" 2>&1 &

@@ -12,7 +12,7 @@
 sr_need_cmd qperf
 sr_hosts "$1"
 shift
-port=$((20000 + RANDOM % 20000))
+port=$(sr_port)
 slog=$(mktemp)
 clog=$(mktemp)
 sr_run_on "${SR_SRV[@]}" -- timeout 300 qperf -lp "$port" >"$slog" 2>&1 &

@@ -15,7 +15,7 @@ sr_need_cmd qperf
 sr_hosts "$1"
 runs=$2
 size=${3:-64}
-port=$((20000 + RANDOM % 20000))
+port=$(sr_port)
 slog=$(mktemp)
 clog=$(mktemp)
 SOFTRDMA_LOG_LEVEL=4 sr_run_on "${SR_SRV[@]}" -- timeout 600 qperf -lp "$port" >"$slog" 2>&1 &

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/../lib.sh"
 sr_need_cmd rdma_server rdma_client
 sr_hosts "${1:-lo4}"
-port=$((20000 + RANDOM % 20000))
+port=$(sr_port)
 SR_TAIL=50 sr_server_client "$port" timeout 60 rdma_server -s "$SR_ADDR" -p "$port" -- \
 	timeout 60 rdma_client -s "$SR_ADDR" -p "$port"
 grep -q '^rdma_server: end 0$' "$SR_SLOG" || sr_fail "server did not end 0"

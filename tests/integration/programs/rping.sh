@@ -5,7 +5,7 @@
 sr_need_cmd rping
 sr_hosts "$1"
 shift
-port=$((20000 + RANDOM % 20000))
+port=$(sr_port)
 sr_server_client "$port" timeout 120 rping -s -a "$SR_ADDR" -p "$port" "$@" -- \
 	timeout 120 rping -c -a "$SR_ADDR" -p "$port" "$@"
 [ "$SR_CRC" -eq 0 ] || sr_fail "rping client exited $SR_CRC"
