@@ -64,7 +64,6 @@ void sr_cm_channel_free(struct sr_cm_channel *ch)
 		sr_dbg("event channel destroyed with a waiter; kept for it");
 		return;
 	}
-	sr_engine_help_forget(ch->ch.fd); /* it may have waited as the engine's helper */
 	close(ch->ch.fd);
 	free(ch);
 }

@@ -69,8 +69,7 @@ static struct {
 	pthread_mutex_t dispatch;
 	/* helper: the thread waiting in the set in the engine thread's stead, if any */
 	bool helper;
-	int helper_fd;         /* the last helper's fd while it stays in the set (from one
-				* wait to the next: no epoll_ctl per wait); -1 otherwise */
+	int helper_fd;         /* its fd, while in the set; -1 otherwise */
 	/* timers */
 	int tfd;
 	uint64_t tfd_deadline;                 /* what tfd is programmed for, 0: nothing */
@@ -210,26 +209,15 @@ static bool sr_engine_has_helper_edge(const struct epoll_event *evs, int n)
 	return false;
 }
 
-/*
- * Whether a helper is in; if so and evs holds its edge, give that back to it. An edge with no
- * helper in is the last helper's fd, left in the set for its next wait, turning readable
- * while nobody waits on it: it leaves the set now, so it wakes this thread once at most (the
- * next helper adds it again, readable as it is).
- */
+/* Whether a helper is in; if so and evs holds its edge, give that back to it. */
 static bool sr_engine_helped(const struct epoll_event *evs, int n)
 {
 	bool helped;
 
 	pthread_mutex_lock(&eng.mu);
 	helped = eng.helper;
-	if (sr_engine_has_helper_edge(evs, n)) {
-		if (helped) {
-			sr_engine_helper_rearm_locked();
-		} else if (eng.helper_fd >= 0) {
-			epoll_ctl(eng.epfd, EPOLL_CTL_DEL, eng.helper_fd, NULL);
-			eng.helper_fd = -1;
-		}
-	}
+	if (helped && sr_engine_has_helper_edge(evs, n))
+		sr_engine_helper_rearm_locked();
 	pthread_mutex_unlock(&eng.mu);
 	return helped;
 }
@@ -315,16 +303,12 @@ static int sr_engine_outer_locked(bool on)
 	return epoll_ctl(eng.outer, EPOLL_CTL_MOD, eng.epfd, &ev) < 0 ? -errno : 0;
 }
 
-/*
- * The helper leaves and the engine thread goes back to work. Its fd stays in the set: a
- * thread that waits again and again (a blocking ping-pong) then pays no epoll_ctl for it;
- * an edge that comes while nobody helps drops it (sr_engine_helped), and so does
- * sr_engine_help_forget before the fd is closed.
- */
+/* The helper leaves: its fd out of the set, the engine thread back to work. */
 static void sr_engine_help_end(void *arg)
 {
-	(void)arg;
 	pthread_mutex_lock(&eng.mu);
+	epoll_ctl(eng.epfd, EPOLL_CTL_DEL, *(int *)arg, NULL);
+	eng.helper_fd = -1;
 	if (sr_engine_outer_locked(true))
 		sr_err("engine wake-ups back on: %m"); /* cannot fail: both fds are ours */
 	eng.helper = false;
@@ -370,26 +354,16 @@ int sr_engine_help(int fd, bool (*done)(void *arg), void *arg)
 		pthread_mutex_unlock(&eng.mu);
 		return -EBUSY;
 	}
-	/*
-	 * Added readable, the fd is queued at once: an event posted since the caller looked is
-	 * not missed. Still in the set from this fd's last wait, it holds every edge since the
-	 * last one taken (an edge the engine thread took would have dropped it from the set),
-	 * and done() is asked before the wait in any case.
-	 */
-	if (eng.helper_fd != fd && eng.helper_fd >= 0) {
-		epoll_ctl(eng.epfd, EPOLL_CTL_DEL, eng.helper_fd, NULL);
-		eng.helper_fd = -1;
-	}
-	if (eng.helper_fd != fd && epoll_ctl(eng.epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+	/* Added readable, the fd is queued at once: an event posted since the caller
+	 * looked is not missed. */
+	if (epoll_ctl(eng.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		err = errno == EEXIST ? -EBUSY : -errno;
-	else
-		eng.helper_fd = fd;
-	if (!err && (err = sr_engine_outer_locked(false))) {
+	} else if ((err = sr_engine_outer_locked(false))) {
 		epoll_ctl(eng.epfd, EPOLL_CTL_DEL, fd, NULL);
-		eng.helper_fd = -1;
-	} else if (!err) {
+	} else {
 		/* from here on the engine thread sleeps unless it had woken already */
 		eng.helper = true;
+		eng.helper_fd = fd;
 	}
 	pthread_mutex_unlock(&eng.mu);
 	if (err)
@@ -399,16 +373,6 @@ int sr_engine_help(int fd, bool (*done)(void *arg), void *arg)
 	err = sr_engine_help_loop(done, arg);
 	pthread_cleanup_pop(1);
 	return err;
-}
-
-void sr_engine_help_forget(int fd)
-{
-	pthread_mutex_lock(&eng.mu);
-	if (!eng.helper && eng.helper_fd == fd) {
-		epoll_ctl(eng.epfd, EPOLL_CTL_DEL, fd, NULL);
-		eng.helper_fd = -1;
-	}
-	pthread_mutex_unlock(&eng.mu);
 }
 
 bool sr_engine_helper_active(void)

@@ -57,13 +57,6 @@ int sr_engine_help(int fd, bool (*done)(void *arg), void *arg);
  * is helped by rdma_get_cm_event, libibverbs' by a blocking ibv_get_cq_event.
  */
 void sr_engine_allow_helpers(void);
-
-/*
- * A helper's fd stays in the engine's set from one wait to the next. Call this before
- * closing an fd that has helped, so that a new file under the same number is not taken for
- * one already in the set.
- */
-void sr_engine_help_forget(int fd);
 /* Whether a thread is helping right now (tests wait for it before they make an event). */
 bool sr_engine_helper_active(void);
 

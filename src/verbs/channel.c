@@ -54,7 +54,6 @@ SR_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	chan = sr_container_of(channel, struct sr_comp_channel, ch);
 	if (atomic_load(&chan->users) > 0)
 		return EBUSY;
-	sr_engine_help_forget(chan->ch.fd); /* it may have waited as the engine's helper */
 	close(chan->ch.fd);
 	pthread_mutex_destroy(&chan->lock);
 	free(chan);

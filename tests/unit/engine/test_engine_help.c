@@ -129,7 +129,6 @@ static void wait_helping(struct helper *hp, struct probe *p)
 static void helper_join(struct helper *hp)
 {
 	assert_int_equal(pthread_join(hp->thread, NULL), 0);
-	sr_engine_help_forget(hp->fd); /* as the channels do before closing */
 	close(hp->fd);
 }
 
@@ -170,7 +169,6 @@ static void helper_done_ends_wait(void **state)
 	assert_int_equal(sr_engine_help(fd, probe_called, &p), 0);
 	assert_true(atomic_load(&p.calls) >= 1);
 	probe_close(&p);
-	sr_engine_help_forget(fd); /* as the channels do before closing */
 	close(fd);
 }
 
@@ -204,7 +202,6 @@ static void helper_runs_timers(void **state)
 	assert_int_equal(sr_engine_help(fd, tprobe_fired, &tp), 0);
 	assert_true(atomic_load(&tp.fired));
 	assert_true(pthread_equal(atomic_load(&tp.ran_on), pthread_self()));
-	sr_engine_help_forget(fd); /* as the channels do before closing */
 	close(fd);
 }
 
@@ -254,7 +251,6 @@ static void helper_cancelled(void **state)
 	kick(p.h.fd);
 	assert_int_equal(sr_engine_help(fd, probe_called, &p), 0);
 	probe_close(&p);
-	sr_engine_help_forget(fd); /* as the channels do before closing */
 	close(fd);
 }
 
@@ -273,7 +269,6 @@ int main(void)
 	/* Before the engine starts, nobody can help; allowed, the first handler starts it. */
 	if (sr_engine_help(fd, never_done, NULL) != -EBUSY)
 		return 1;
-	sr_engine_help_forget(fd); /* as the channels do before closing */
 	close(fd);
 	sr_engine_allow_helpers();
 	probe_open(&p);
