@@ -233,6 +233,25 @@ static void sr_iw_build_data_fpdu(struct sr_iw_conn *c)
 	c->seg_last_sent = ch.last;
 }
 
+/* Whether the batch has room for one more copied message of len bytes in one FPDU. */
+static bool sr_iw_stage_room(const struct sr_iw_conn *c, uint32_t len)
+{
+	return len <= SR_IW_STAGE_MSG && c->fp_stage_used + len <= SR_IW_STAGE_BYTES &&
+	       c->fp_n < SR_IW_BATCH && c->fp_iovcnt + 3 <= SR_IW_BATCH_IOV;
+}
+
+/*
+ * The FPDU of a message copied to the free part of fp->stage (len bytes; its header in
+ * SR_IW_HDR(c)[0..hlen)) joins the batch.
+ */
+static void sr_iw_stage_seal(struct sr_iw_conn *c, size_t hlen, uint32_t len)
+{
+	c->fp->iov[c->fp_iovcnt + 1].iov_base = c->fp->stage + c->fp_stage_used;
+	c->fp->iov[c->fp_iovcnt + 1].iov_len = len;
+	sr_iw_fpdu_seal(c, hlen, len ? 1 : 0, len);
+	c->fp_stage_used += len;
+}
+
 /*
  * The Send or Write in c->wqe (its source in c->src, the segmenter set up) joins the batch
  * as a copy when it is small, fits one FPDU and the batch has room and holds no message
@@ -247,12 +266,9 @@ static bool sr_iw_stage(struct sr_iw_conn *c)
 	uint8_t *dst = c->fp->stage + c->fp_stage_used;
 	struct iovec v[SR_MAX_SGE];
 	struct sr_ddp_chunk ch;
-	size_t hlen;
 	int n;
 
-	if (len > SR_IW_STAGE_MSG || len > c->seg.max_payload || c->fp_data ||
-	    c->fp_stage_used + len > SR_IW_STAGE_BYTES || c->fp_n >= SR_IW_BATCH ||
-	    c->fp_iovcnt + 3 > SR_IW_BATCH_IOV)
+	if (!sr_iw_stage_room(c, len) || len > c->seg.max_payload || c->fp_data)
 		return false;
 	if (!sr_iw_buf_enter(&c->src))
 		return false;
@@ -267,11 +283,7 @@ static bool sr_iw_stage(struct sr_iw_conn *c)
 	if (w->opcode != IBV_WR_RDMA_WRITE)
 		c->send_msn++;
 	sr_ddp_segmenter_next(&c->seg, &ch);
-	hlen = sr_iw_data_hdr(c, &ch, false);
-	c->fp->iov[c->fp_iovcnt + 1].iov_base = c->fp->stage + c->fp_stage_used;
-	c->fp->iov[c->fp_iovcnt + 1].iov_len = len;
-	sr_iw_fpdu_seal(c, hlen, len ? 1 : 0, len);
-	c->fp_stage_used += len;
+	sr_iw_stage_seal(c, sr_iw_data_hdr(c, &ch, false), len);
 	c->fp->staged[c->fp_nstaged++] = w;
 	sr_dbg("qp %u: wr %llu copied into the batch", c->qp->ibqp.qp_num,
 	       (unsigned long long)w->wr_id);
@@ -677,9 +689,7 @@ static bool sr_iw_stage_rresps(struct sr_iw_conn *c)
 		ssize_t hlen;
 
 		sr_iw_refresh_mss(c, r->len);
-		if (r->len > SR_IW_STAGE_MSG || r->len + SR_DDP_TAGGED_HDR_LEN > c->mulpdu ||
-		    c->fp_stage_used + r->len > SR_IW_STAGE_BYTES || c->fp_n >= SR_IW_BATCH ||
-		    c->fp_iovcnt + 3 > SR_IW_BATCH_IOV)
+		if (!sr_iw_stage_room(c, r->len) || r->len + SR_DDP_TAGGED_HDR_LEN > c->mulpdu)
 			break;
 		if (r->len) {
 			if (!sr_mr_enter(r->mr))
@@ -691,9 +701,7 @@ static bool sr_iw_stage_rresps(struct sr_iw_conn *c)
 		}
 		hlen = sr_fpdu_put_tagged(SR_IW_HDR(c), SR_IW_HDR_SIZE(c), SR_RDMAP_OP_READ_RESP,
 					  true, r->sink_stag, r->sink_to, r->len);
-		c->fp->iov[c->fp_iovcnt + 1] = (struct iovec){ .iov_base = dst, .iov_len = r->len };
-		sr_iw_fpdu_seal(c, (size_t)hlen, r->len ? 1 : 0, r->len);
-		c->fp_stage_used += r->len;
+		sr_iw_stage_seal(c, (size_t)hlen, r->len);
 		c->fp_nrresp++;
 	}
 	return c->fp_nrresp > 0;
