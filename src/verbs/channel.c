@@ -88,9 +88,9 @@ void sr_chan_signal(struct sr_comp_channel *chan, struct sr_cq *cq)
 		sr_list_add_tail(&chan->events, &cq->chan_ev.node);
 	/*
 	 * The helper waiting for this channel made the completion itself (it runs the engine's
-	 * callbacks) and takes the event on its way out: an eventfd count would cost it a write
-	 * and a read, and leave an edge in the engine's set that wakes the engine thread once it
-	 * has left. Every other signal counts, so the fd stays readable for other waiters.
+	 * callbacks) and takes the event on its way out: an eventfd count would only cost it a
+	 * write and a read. Every other signal counts, so the fd stays readable for other
+	 * waiters.
 	 */
 	if (sr_chan_helping == chan)
 		chan->uncounted++;
