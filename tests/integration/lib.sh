@@ -150,14 +150,15 @@ sr_wait_listen() {
 
 # A TCP port for a test's server: below the host's ephemeral range, so that no connection's
 # implicit local port (ours or the kernel's, in this test or a parallel one) can hold it,
-# and not bound by anything right now.
+# and that no socket uses right now at either end (a capture filtered on it sees only the
+# test's own traffic).
 sr_port() {
 	local low p
 	read -r low _ </proc/sys/net/ipv4/ip_local_port_range
 	[ "$low" -gt 21000 ] 2>/dev/null || low=30000
 	for _ in $(seq 100); do
 		p=$((20000 + RANDOM % (low - 20000)))
-		[ -z "$(ss -Htan "sport = :$p" 2>/dev/null)" ] && break
+		[ -z "$(ss -Htan "( sport = :$p or dport = :$p )" 2>/dev/null)" ] && break
 	done
 	echo "$p"
 }

@@ -30,7 +30,7 @@ run_case() {
 	dir=$WIRE_TMP/crc$crc
 	mkdir -p "$dir"
 	file=$dir/rping.pcapng
-	port=$(wire_free_port)
+	port=$(sr_port)
 	echo "== SOFTRDMA_MPA_CRC=$crc on both sides, port $port"
 
 	if ! wire_capture_start "$port" "$file"; then

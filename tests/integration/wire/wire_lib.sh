@@ -29,19 +29,6 @@ wire_need_capture() {
 	sr_need_cmd tshark ss
 }
 
-# A random high TCP port nobody listens on or uses.
-wire_free_port() {
-	local p
-	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 40000))
-		if [ -z "$(ss -Htan "( sport = :$p or dport = :$p )" 2>/dev/null)" ]; then
-			echo "$p"
-			return 0
-		fi
-	done
-	echo 47001
-}
-
 # wire_capture_start <port> <file.pcapng>: capture tcp port <port> on lo until
 # wire_capture_stop. Returns 1 (with tshark's messages) if tshark cannot capture.
 wire_capture_start() {

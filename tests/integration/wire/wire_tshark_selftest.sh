@@ -13,7 +13,7 @@ SYNTH=${SR_TESTBIN:-}/wire_synth
 capture() {
 	local name=$1 port file
 	shift
-	port=$(wire_free_port)
+	port=$(sr_port)
 	file=$WIRE_TMP/$name.pcapng
 	if ! wire_capture_start "$port" "$file"; then
 		sr_skip "tshark cannot capture on lo"
