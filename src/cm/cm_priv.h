@@ -84,11 +84,17 @@ unsigned int sr_cm_accept_timeout_ms(void);
 /* Listen backlog bounds (net.rdma_ucm.max_backlog default). */
 #define SR_CM_MAX_BACKLOG 1024
 /* Half-open MPA handshakes one listener keeps at most, and from one source address; over
- * either bound the oldest idle one (nothing received for SR_CM_HANDSHAKE_IDLE_MS) is
- * dropped for the newcomer (passive.c). */
+ * either bound the oldest slow one (Request not complete SR_CM_HANDSHAKE_SLOW_MS after its
+ * accept, whatever it has sent) is dropped for the newcomer; a newcomer admitted over its
+ * source's bound gets SR_CM_HANDSHAKE_SLOW_MS for its Request, and a source never holds
+ * more than the burst bound (passive.c, sr_cm_make_room_locked). */
 #define SR_CM_MAX_HANDSHAKES 1024
 #define SR_CM_MAX_HANDSHAKES_PER_SOURCE 256
-#define SR_CM_HANDSHAKE_IDLE_MS 200
+#define SR_CM_MAX_HANDSHAKES_PER_SOURCE_BURST 512
+#define SR_CM_HANDSHAKE_SLOW_MS 200
+/* Sockets the CM let go of that linger for the peer's FIN (conn.c), in the whole process;
+ * beyond, a socket given up is reset at once. */
+#define SR_CM_MAX_LINGERING 256
 /* A listener whose accept() ran out of descriptors or memory rests this long. */
 #define SR_CM_ACCEPT_PAUSE_MS 100
 /* Event private data buffer (RDMA_MAX_PRIVATE_DATA). */

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -181,7 +180,8 @@ void sr_cm_passive_timeout(struct sr_cm_conn *c)
 		pthread_mutex_unlock(&sr_cm_lock);
 		return;
 	}
-	sr_dbg("no MPA Request in %d ms", SR_CM_REQUEST_TIMEOUT_MS);
+	/* SR_CM_REQUEST_TIMEOUT_MS, or SR_CM_HANDSHAKE_SLOW_MS over its source's bound */
+	sr_dbg("no complete MPA Request in time");
 	sr_cm_passive_drop(c, NULL);
 }
 
@@ -216,74 +216,80 @@ void sr_cm_passive_held_timeout(struct sr_cm_conn *c)
 	sr_cm_passive_drop(c, &peer); /* unlocks */
 }
 
-/* A handshake that has received nothing for SR_CM_HANDSHAKE_IDLE_MS since it was accepted. */
-static bool sr_cm_hs_idle(struct sr_cm_conn *c, uint64_t now)
-{
-	int pending = 0;
+/*
+ * Room for half-open handshakes (the one admission rule; each holds one descriptor, its
+ * socket). Real clients send their Request right after connecting, so a handshake whose
+ * Request is not complete SR_CM_HANDSHAKE_SLOW_MS after its accept is "slow", whatever it has
+ * sent (one byte of a Request held a socket as long as none did), and slow ones give way:
+ *   - a source holds SR_CM_MAX_HANDSHAKES_PER_SOURCE; a newcomer beyond makes its source's
+ *     oldest handshake, if slow, make room. If none is slow (a real client's connect storm),
+ *     the newcomer is admitted over the bound, with SR_CM_HANDSHAKE_SLOW_MS instead of
+ *     SR_CM_REQUEST_TIMEOUT_MS for its Request, so a source is back within its bound that
+ *     long after a burst; and never beyond SR_CM_MAX_HANDSHAKES_PER_SOURCE_BURST: there, the
+ *     source's oldest goes, slow or not;
+ *   - a listener holds SR_CM_MAX_HANDSHAKES; beyond, the oldest slow handshake of any source
+ *     is dropped for the newcomer, and with none slow the newcomer is refused.
+ */
+enum sr_cm_admission {
+	SR_HS_REFUSE,     /* no room: the newcomer's socket is closed */
+	SR_HS_ADMIT,      /* within the bounds: SR_CM_REQUEST_TIMEOUT_MS for its Request */
+	SR_HS_ADMIT_OVER, /* over its source's bound: SR_CM_HANDSHAKE_SLOW_MS for its Request */
+};
 
-	if (now - c->accepted_ns < (uint64_t)SR_CM_HANDSHAKE_IDLE_MS * 1000000u)
-		return false;
-	return c->off == 0 && ioctl(c->sock.fd, FIONREAD, &pending) == 0 && pending == 0;
+static bool sr_cm_hs_slow(const struct sr_cm_conn *c, uint64_t now)
+{
+	return now - c->accepted_ns >= (uint64_t)SR_CM_HANDSHAKE_SLOW_MS * 1000000u;
 }
 
 /*
- * Room for one more half-open handshake on l from peer (lock held; may unlock and relock).
- * Returns false when there is none: the newcomer is then refused. A flood of idle sockets
- * must not keep real clients out, and a real client's connect storm must not be cut: real
- * clients send their Request right after connecting, so beyond SR_CM_MAX_HANDSHAKES_PER_SOURCE
- * of one source, or SR_CM_MAX_HANDSHAKES in all, the oldest handshake (of that source, or of
- * all) that has sent nothing for SR_CM_HANDSHAKE_IDLE_MS is dropped for the newcomer. Over the
- * per-source bound with no idle one to drop, the newcomer is admitted; over the total, refused.
- * Each handshake holds one descriptor, its socket.
+ * The oldest handshake of l from source (NULL: from anybody), and how many there are from
+ * it. hs_list is in accept order, so the first one found is the oldest.
  */
-/*
- * The oldest idle handshake of l, from source only (NULL: any source). Only the 16 oldest
- * candidates are asked (a system call each): idle sockets are the old ones.
- */
-static struct sr_cm_conn *sr_cm_oldest_idle(struct sr_cm_id *l, const struct sockaddr *source,
-					    uint64_t now)
+static struct sr_cm_conn *sr_cm_oldest_of(struct sr_cm_id *l, const struct sockaddr *source,
+					  unsigned int *count)
 {
-	unsigned int looked = 0;
+	struct sr_cm_conn *oldest = NULL;
 	struct sr_list *pos, *tmp;
 
+	*count = 0;
 	sr_list_for_each_safe(pos, tmp, &l->hs_list) {
 		struct sr_cm_conn *c = sr_list_entry(pos, struct sr_cm_conn, node);
 
 		if (source && !sr_addr_same_ip((struct sockaddr *)&c->peer, source))
 			continue;
-		if (sr_cm_hs_idle(c, now))
-			return c;
-		if (++looked == 16)
-			break;
+		if (!oldest)
+			oldest = c;
+		++*count;
 	}
-	return NULL;
+	return oldest;
 }
 
-static bool sr_cm_make_room_locked(struct sr_cm_id *l, const struct sockaddr *peer)
+/* Make room for a newcomer from peer (lock held; may unlock and relock). */
+static enum sr_cm_admission sr_cm_make_room_locked(struct sr_cm_id *l,
+						   const struct sockaddr *peer)
 {
-	bool full = l->handshakes >= SR_CM_MAX_HANDSHAKES, by_source;
-	struct sr_cm_conn *victim = NULL;
+	bool full = l->handshakes >= SR_CM_MAX_HANDSHAKES;
+	struct sr_cm_conn *victim = NULL, *oldest;
 	uint64_t now = sr_mono_ns();
-	unsigned int same = 0;
-	struct sr_list *pos, *tmp;
+	unsigned int same, total;
 
-	sr_list_for_each_safe(pos, tmp, &l->hs_list)
-		same += sr_addr_same_ip((struct sockaddr *)&sr_list_entry(pos, struct sr_cm_conn,
-									  node)->peer, peer);
-	by_source = same >= SR_CM_MAX_HANDSHAKES_PER_SOURCE;
-	if (!by_source && !full)
-		return true;
-	/* the source's own oldest idle one first; over the total, anybody's */
-	if (by_source)
-		victim = sr_cm_oldest_idle(l, peer, now);
-	if (!victim && full)
-		victim = sr_cm_oldest_idle(l, NULL, now);
-	if (!victim)
-		return !full;
-	sr_dbg("listener %p: half-open handshakes full, dropping an idle one", (void *)l);
-	sr_cm_passive_drop(victim, NULL); /* unlocks */
-	pthread_mutex_lock(&sr_cm_lock);
-	return true;
+	oldest = sr_cm_oldest_of(l, peer, &same);
+	if (same >= SR_CM_MAX_HANDSHAKES_PER_SOURCE &&
+	    (sr_cm_hs_slow(oldest, now) || same >= SR_CM_MAX_HANDSHAKES_PER_SOURCE_BURST))
+		victim = oldest;
+	if (!victim && full) {
+		oldest = sr_cm_oldest_of(l, NULL, &total);
+		if (!oldest || !sr_cm_hs_slow(oldest, now))
+			return SR_HS_REFUSE;
+		victim = oldest;
+	}
+	if (victim) {
+		sr_dbg("listener %p: half-open handshakes full, dropping the oldest", (void *)l);
+		same -= sr_addr_same_ip((struct sockaddr *)&victim->peer, peer);
+		sr_cm_passive_drop(victim, NULL); /* unlocks */
+		pthread_mutex_lock(&sr_cm_lock);
+	}
+	return same >= SR_CM_MAX_HANDSHAKES_PER_SOURCE ? SR_HS_ADMIT_OVER : SR_HS_ADMIT;
 }
 
 /* The listener rested after running out of descriptors: accept again. */
@@ -307,6 +313,7 @@ static void sr_cm_listen_cb(struct sr_engine_handler *h, uint32_t events)
 		socklen_t plen = sizeof(peer);
 		int fd = accept4(h->fd, (struct sockaddr *)&peer, &plen,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		enum sr_cm_admission room;
 		struct sr_cm_conn *c;
 
 		if (fd < 0) {
@@ -336,7 +343,8 @@ static void sr_cm_listen_cb(struct sr_engine_handler *h, uint32_t events)
 			continue;
 		}
 		c = NULL;
-		if (sr_cm_make_room_locked(l, (struct sockaddr *)&peer) && l->state == SR_CM_LISTEN)
+		room = sr_cm_make_room_locked(l, (struct sockaddr *)&peer);
+		if (room != SR_HS_REFUSE && l->state == SR_CM_LISTEN)
 			c = sr_cm_conn_new(fd);
 		if (!c) {
 			pthread_mutex_unlock(&sr_cm_lock);
@@ -356,7 +364,8 @@ static void sr_cm_listen_cb(struct sr_engine_handler *h, uint32_t events)
 		if (sr_cm_passive_read_locked(c))
 			continue;
 		if (sr_engine_add(&c->sock, EPOLLIN | EPOLLRDHUP) ||
-		    sr_cm_conn_arm_timer(c, SR_CM_REQUEST_TIMEOUT_MS)) {
+		    sr_cm_conn_arm_timer(c, room == SR_HS_ADMIT ? SR_CM_REQUEST_TIMEOUT_MS :
+								   SR_CM_HANDSHAKE_SLOW_MS)) {
 			sr_cm_passive_drop(c, NULL); /* unlocks */
 			continue;
 		}
