@@ -130,7 +130,10 @@ void sr_cm_conn_quiesce(struct sr_cm_conn *c)
  * RDMA connections until reboot, so we keep it as gentle as TCP allows. FIN, then keep
  * reading and dropping what the peer still sends until its FIN, or
  * SR_CM_DISCONNECT_TIMEOUT_MS. The lingering socket belongs to nobody; it lives on the
- * engine until then.
+ * engine until then. A peer that makes us give up on its connections and never closes them
+ * would hold a descriptor per connection for that long, outside every other bound, so at
+ * most SR_CM_MAX_LINGERING sockets linger in the process; beyond, a socket is reset at once
+ * (the gentle close is kept for the peers a flood does not hide).
  */
 struct sr_cm_linger {
 	struct sr_engine_handler sock;
@@ -139,6 +142,36 @@ struct sr_cm_linger {
 
 /* Held while a linger's handlers are being registered: its callbacks wait for that. */
 static pthread_mutex_t sr_cm_linger_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Lingers alive or being set up (under sr_cm_linger_mu). */
+static unsigned int sr_cm_lingering;
+
+/* A linger slot, if one of the SR_CM_MAX_LINGERING is free. */
+static bool sr_cm_linger_get(void)
+{
+	bool ok;
+
+	pthread_mutex_lock(&sr_cm_linger_mu);
+	ok = sr_cm_lingering < SR_CM_MAX_LINGERING;
+	sr_cm_lingering += ok;
+	pthread_mutex_unlock(&sr_cm_linger_mu);
+	return ok;
+}
+
+static void sr_cm_linger_put(void)
+{
+	pthread_mutex_lock(&sr_cm_linger_mu);
+	sr_cm_lingering--;
+	pthread_mutex_unlock(&sr_cm_linger_mu);
+}
+
+/* No room to linger: close now with a reset (SO_LINGER 0), whatever is unread or unsent. */
+static void sr_cm_close_abort(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
 
 /* Read and drop what is there. Returns true once the stream is over (EOF or error). */
 static bool sr_cm_drain(int fd)
@@ -163,6 +196,7 @@ static void sr_cm_linger_end(struct sr_cm_linger *l)
 	sr_engine_timer_cancel(&l->timer);
 	close(l->sock.fd);
 	free(l);
+	sr_cm_linger_put();
 }
 
 static void sr_cm_linger_sock_cb(struct sr_engine_handler *h, uint32_t events)
@@ -192,12 +226,17 @@ static void sr_cm_close_graceful(int fd)
 	struct sr_cm_linger *l;
 	bool over;
 
+	if (!sr_cm_linger_get()) {
+		sr_cm_close_abort(fd);
+		return;
+	}
 	/* Unread bytes at close() make the kernel send a reset instead of our FIN. */
 	over = sr_cm_drain(fd);
 	shutdown(fd, SHUT_WR);
 	l = over ? NULL : calloc(1, sizeof(*l));
 	if (!l) {
 		close(fd); /* over, or no memory to wait: drained at least */
+		sr_cm_linger_put();
 		return;
 	}
 	l->sock.fd = fd;
@@ -210,6 +249,7 @@ static void sr_cm_close_graceful(int fd)
 		sr_engine_timer_cancel(&l->timer);
 		close(fd);
 		free(l);
+		sr_cm_linger_put();
 		return;
 	}
 	pthread_mutex_unlock(&sr_cm_linger_mu);
