@@ -23,13 +23,16 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -53,6 +56,9 @@ static const struct {
 #define SR_MIN_FDS(a, b) ((b) >= 0 && (b) < (a) ? (b) : (a))
 #define SAFETY_MS 15000 /* generous bound on every wait for an event */
 #define FORGED_STAG 0x7fff0042u
+/* Every program the suite starts runs with this soft descriptor limit, the common default
+ * (the attacker raises its own for its floods). */
+#define VICTIM_NOFILE 1024
 
 enum victim_kind { V_OURS = 1, V_RPING = 2, V_RDMA_SERVER = 4 };
 
@@ -601,6 +607,13 @@ static pid_t spawn(char *const argv[], int *in, int *out, const char *log)
 	if (pid == 0) {
 		char ld[512], asan[256];
 
+		struct rlimit nf;
+
+		/* the common soft limit (the attacker raised its own for its floods) */
+		if (getrlimit(RLIMIT_NOFILE, &nf) == 0 && nf.rlim_max >= VICTIM_NOFILE) {
+			nf.rlim_cur = VICTIM_NOFILE;
+			setrlimit(RLIMIT_NOFILE, &nf);
+		}
 		snprintf(ld, sizeof(ld), "LD_LIBRARY_PATH=%s", libdir);
 		putenv(ld);
 		if (preload && *preload) {
@@ -624,6 +637,8 @@ static pid_t spawn(char *const argv[], int *in, int *out, const char *log)
 				dup2(fd, 2);
 			}
 		}
+		/* nothing of ours leaks in: the floods' sockets would exceed its limit */
+		close_range(3, ~0u, 0);
 		execvp(argv[0], argv);
 		_exit(127);
 	}
@@ -1495,6 +1510,43 @@ static int a_mpa_rev1_maxpd(struct ctx *x)
 	return k < 0 ? fail(x, "neither Reply nor close") : 0;
 }
 
+/* Close the flood's sockets (-1: none). */
+static void close_all(const int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+/* A real connection while a flood is held: our victim answers a raw MPA client (which
+ * then ends with a Terminate), a program victim serves its real client. */
+static int good_during_flood(struct ctx *x)
+{
+	uint64_t t0 = now_ms();
+	int rc = 0;
+
+	if (x->v->kind == V_OURS) {
+		struct raw r;
+
+		if (!raw_open(x, &r, 1, 1, 0, want_crc)) {
+			/* a clean end: our Terminate */
+			size_t n = u_untagged(U, OP_TERM, true, 0, 2, 1, 0, "\x00\x00\x00\x00", 4);
+
+			n = fpdu(&r, F, U, n, -1);
+			send_all(r.fd, F, n);
+		} else {
+			rc = -1;
+		}
+		close(r.fd);
+	} else {
+		rc = good_client(x);
+		x->good_done = true;
+	}
+	printf("  a good client during the flood: %llu ms%s\n",
+	       (unsigned long long)(now_ms() - t0), rc ? " (failed)" : "");
+	return rc;
+}
+
 /*
  * 300 idle TCP connections (more than the per-source bound of 256): while they stay open,
  * a real MPA connection must still be accepted, and every fd is returned afterwards.
@@ -1514,31 +1566,183 @@ static int a_halfopen_flood(struct ctx *x)
 	       (unsigned long long)(now_ms() - t0));
 	if (opened < N)
 		rc = fail(x, "only %d of %d connects succeeded", opened, N);
-	t0 = now_ms();
-	if (!rc) {
-		if (x->v->kind == V_OURS) {
-			struct raw r;
+	if (!rc)
+		rc = good_during_flood(x);
+	close_all(fds, N);
+	return rc;
+}
 
-			if (!raw_open(x, &r, 1, 1, 0, want_crc)) {
-				/* a clean end: our Terminate */
-				size_t n = u_untagged(U, OP_TERM, true, 0, 2, 1, 0,
-						      "\x00\x00\x00\x00", 4);
+/*
+ * Issue 15, item 2: 1,024 connections from one address that each send the first byte of an
+ * MPA Request, then nothing (they were never "idle", so none was ever dropped for a
+ * newcomer, and a real client was refused). While they are held a real client must get
+ * through, at once (the source is over its bound with none slow yet) and once the victim
+ * has brought the source back to its bound of 256 by itself: it lets go of the rest (a FIN
+ * or a reset on our side) within SR_CM_HANDSHAKE_SLOW_MS, long before its Request timer
+ * (5 s) would drop them all.
+ */
+static int a_halfopen_onebyte(struct ctx *x)
+{
+	enum { N = 1024, PER_SOURCE = 256, REQUEST_TIMEOUT_MS = 5000 };
+	static int fds[N];
+	static bool gone[N];
+	int rc = 0, opened = 0, closed = 0;
+	uint64_t t0 = now_ms(), t_open;
 
-				n = fpdu(&r, F, U, n, -1);
-				send_all(r.fd, F, n);
-			} else {
-				rc = -1;
-			}
-			close(r.fd);
-		} else {
-			rc = good_client(x);
-			x->good_done = true;
-		}
+	for (int i = 0; i < N; i++) {
+		fds[i] = tcp_connect(x->v->port);
+		gone[i] = false;
+		if (fds[i] >= 0 && send(fds[i], "M", 1, MSG_NOSIGNAL) == 1)
+			opened++;
 	}
-	printf("  a good client during the flood: %llu ms\n", (unsigned long long)(now_ms() - t0));
-	for (int i = 0; i < N; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	t_open = now_ms();
+	printf("  %d one-byte connections opened in %llu ms\n", opened,
+	       (unsigned long long)(t_open - t0));
+	if (opened < N)
+		rc = fail(x, "only %d of %d connects succeeded", opened, N);
+	/* rdma_server serves one client and ends: its client comes after the bound's check */
+	if (!rc && x->v->kind != V_RDMA_SERVER)
+		rc = good_during_flood(x);
+	/* the victim lets go of all but PER_SOURCE of ours: wait for that many closes */
+	while (!rc && closed < N - PER_SOURCE) {
+		struct pollfd pf[N];
+		int k = 0, idx[N];
+
+		if (now_ms() - t_open > SAFETY_MS) {
+			rc = fail(x, "the victim still holds %d of our one-byte connections",
+				  N - closed);
+			break;
+		}
+		for (int i = 0; i < N; i++)
+			if (fds[i] >= 0 && !gone[i]) {
+				pf[k] = (struct pollfd){ .fd = fds[i], .events = POLLIN | POLLRDHUP };
+				idx[k++] = i;
+			}
+		if (poll(pf, (nfds_t)k, 100) <= 0)
+			continue;
+		for (int j = 0; j < k; j++)
+			if (pf[j].revents) {
+				gone[idx[j]] = true;
+				closed++;
+			}
+	}
+	if (!rc && now_ms() - t_open >= REQUEST_TIMEOUT_MS - 1000)
+		rc = fail(x, "the source came back to its bound only after %llu ms: the Request "
+			  "timer did it, not the bound", (unsigned long long)(now_ms() - t_open));
+	printf("  back to %d held by the victim %llu ms after the flood\n", N - closed,
+	       (unsigned long long)(now_ms() - t_open));
+	if (!rc)
+		rc = good_during_flood(x);
+	close_all(fds, N);
+	return rc;
+}
+
+/* ---- issue 15, item 3: dropped handshakes that linger ---- */
+
+#define FLOOD_RING 2048 /* sockets the flooder holds: more than the victim's VICTIM_NOFILE */
+#define MAX_LINGERING 256  /* SR_CM_MAX_LINGERING */
+
+struct flood {
+	int port;
+	atomic_bool stop;
+	atomic_uint opened; /* connections that sent their garbage */
+	int ring[FLOOD_RING];
+};
+
+/* A TCP connection to 127.0.0.1:port within ms (a victim out of descriptors stops
+ * accepting: the connect then waits for SYN retransmits), or -1. */
+static int tcp_connect_within(int port, int ms)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				   .sin_addr.s_addr = htonl(0x7f000001) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), err = 0;
+	socklen_t len = sizeof(err);
+	struct pollfd pf;
+
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) && errno != EINPROGRESS)
+		goto fail;
+	pf = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	if (poll(&pf, 1, ms) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) || err)
+		goto fail;
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+/* Connect, send garbage, never close (until the ring wraps), as fast as the victim takes it. */
+static void *flooder(void *arg)
+{
+	struct flood *f = arg;
+	char junk[300];
+
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (char)(i * 31 + 7);
+	while (!atomic_load(&f->stop)) {
+		int fd = tcp_connect_within(f->port, 200);
+		unsigned int slot;
+
+		if (fd < 0)
+			continue;
+		if (send(fd, junk, sizeof(junk), MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(junk)) {
+			close(fd);
+			continue;
+		}
+		slot = atomic_load(&f->opened) % FLOOD_RING;
+		if (f->ring[slot] >= 0)
+			close(f->ring[slot]);
+		f->ring[slot] = fd;
+		atomic_fetch_add(&f->opened, 1);
+	}
+	return NULL;
+}
+
+/*
+ * A peer that connects, sends garbage and never closes, sustained: each dropped handshake
+ * lingered for SR_CM_DISCONNECT_TIMEOUT_MS (3 s) outside every bound, until the victim ran
+ * out of its 1,024 descriptors. With the flood held (2,048 such connections open, more coming),
+ * the victim must hold at most MAX_LINGERING of them, and a real client must get through.
+ */
+static int a_dropped_flood(struct ctx *x)
+{
+	static struct flood f;
+	int rc = 0, n = -1, most = 0;
+	uint64_t t0 = now_ms();
+	pthread_t th;
+
+	f.port = x->v->port;
+	atomic_store(&f.stop, false);
+	atomic_store(&f.opened, 0);
+	for (int i = 0; i < FLOOD_RING; i++)
+		f.ring[i] = -1;
+	if (pthread_create(&th, NULL, flooder, &f))
+		return fail(x, "pthread_create");
+	/* held: the ring is full, and the victim holds what it lets linger */
+	for (;;) {
+		n = count_fds(x->v->pid);
+		most = n > most ? n : most;
+		if (atomic_load(&f.opened) >= FLOOD_RING && n >= x->v->base_fds + MAX_LINGERING / 2)
+			break;
+		if (now_ms() - t0 > SAFETY_MS) {
+			rc = fail(x, "flood not held: %u connections, victim at %d fds (%d before)",
+				  atomic_load(&f.opened), n, x->v->base_fds);
+			break;
+		}
+		usleep(10000);
+	}
+	printf("  %u garbage connections in %llu ms, victim at %d fds (%d before)\n",
+	       atomic_load(&f.opened), (unsigned long long)(now_ms() - t0), n, x->v->base_fds);
+	/* the limit: what lingers, a few handshakes in progress, the good client's */
+	if (!rc && most > x->v->base_fds + MAX_LINGERING + 32)
+		rc = fail(x, "the victim held %d fds under the flood, %d before", most,
+			  x->v->base_fds);
+	if (!rc)
+		rc = good_during_flood(x);
+	atomic_store(&f.stop, true);
+	pthread_join(th, NULL);
+	close_all(f.ring, FLOOD_RING);
 	return rc;
 }
 
@@ -1590,6 +1794,8 @@ static const struct acase cases[] = {
 	{ "mpa_truncated", V_OURS, a_mpa_truncated, false, false, NULL, NULL },
 	{ "listen_backlog", OR, a_listen_backlog, false, false, NULL, NULL },
 	{ "halfopen_flood", ALL, a_halfopen_flood, false, false, NULL, NULL },
+	{ "halfopen_onebyte", ALL, a_halfopen_onebyte, false, false, NULL, NULL },
+	{ "dropped_flood", ALL, a_dropped_flood, false, false, NULL, NULL },
 	{ "write_forged_stag", ALL, NULL, true, false, &s_write_forged_stag, NULL },
 	{ "write_other_pd", V_OURS, NULL, true, false, &s_write_other_pd, NULL },
 	{ "write_oob_end", V_OURS, NULL, true, false, &s_write_oob_end, NULL },
@@ -1668,6 +1874,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: SR_LIBDIR=.. SR_TESTBIN=.. %s ours|rping|rdma_server "
 				"[case...]\n", argv[0]);
 		return 2;
+	}
+	{
+		/* the floods hold a few thousand sockets of ours */
+		struct rlimit nf;
+
+		if (getrlimit(RLIMIT_NOFILE, &nf) == 0) {
+			nf.rlim_cur = nf.rlim_max = nf.rlim_max > 8192 ? nf.rlim_max : 8192;
+			if (setrlimit(RLIMIT_NOFILE, &nf)) {
+				getrlimit(RLIMIT_NOFILE, &nf);
+				nf.rlim_cur = nf.rlim_max;
+				setrlimit(RLIMIT_NOFILE, &nf);
+			}
+		}
 	}
 	v.name = argv[1];
 	want_crc = !getenv("SOFTRDMA_MPA_CRC") || atoi(getenv("SOFTRDMA_MPA_CRC")) != 0;
