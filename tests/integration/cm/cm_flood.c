@@ -128,7 +128,7 @@ static int t_flood(void)
 	CT_CHECK(n == 1460);
 	wait_accepted();
 	/* The scenario is sockets that stay silent: let them be silent for longer than the
-	 * CM's grace (SR_CM_HANDSHAKE_IDLE_MS, 200 ms), which spares a real client's socket
+	 * CM's grace (SR_CM_HANDSHAKE_SLOW_MS, 200 ms), which spares a real client's socket
 	 * whose Request is still on its way. */
 	usleep(300000);
 	if (real_client(chs, chc))
