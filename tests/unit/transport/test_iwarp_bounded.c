@@ -7,6 +7,8 @@
  * process's other connections while the Terminate waits for room, and the Terminate still
  * goes out once there is), and a peer-to-peer initiator that never sends its RTR.
  */
+#include <sys/ioctl.h>
+
 #include "../../common/tcp_wait.h"
 #include "xport_helpers.h"
 
@@ -258,6 +260,153 @@ static void t_responder_no_rtr(void **s)
 	rq_down(&t);
 }
 
+/*
+ * Engine time per wake-up (docs/SECURITY.md, "Resources a remote peer can make us hold"):
+ * one callback reads at most SR_IW_RX_BUDGET (4 MiB) of a connection, then the engine serves
+ * the others. A holds 16 MiB of Writes and a Send in its socket, B a Send that became
+ * readable while A's callback waited for A's receive lock (held here); the two QPs share a
+ * receive CQ, so the order of their completions is the order the engine delivered them: B's
+ * first, although A was served first. Without the bound, A's one callback takes all 16 MiB.
+ */
+#define RXB_PAY 32768u
+#define RXB_TOTAL (16u << 20)
+
+/* All of buf into a socket whose peer's buffer can take it; fails instead of blocking. */
+static void send_within(int fd, const uint8_t *buf, size_t len, int ms)
+{
+	uint64_t end = now_ms() + (uint64_t)ms;
+
+	while (len) {
+		struct pollfd pf = { .fd = fd, .events = POLLOUT };
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			continue;
+		}
+		assert_true(n < 0 && (errno == EAGAIN || errno == EINTR));
+		assert_true(now_ms() < end);
+		poll(&pf, 1, 100);
+	}
+}
+
+static void t_rx_budget(void **s)
+{
+	int big = 64 << 20, qa, pa, qb, pb, pending = 0;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	uint8_t *region, *stream, sbuf[2][64];
+	struct closed_rec bcl = { 0 };
+	struct ibv_mr *mr, *smr;
+	struct sr_iw_conn *ca;
+	struct ibv_qp *bqp;
+	struct ibv_wc wc[2];
+	size_t n = 0;
+	struct ep a;
+	int l;
+
+	(void)s;
+	/* A's socket can hold all of it before anybody reads (root: SO_RCVBUFFORCE) */
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	qa = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(l >= 0 && qa >= 0);
+	if (setsockopt(qa, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big))) {
+		close(l);
+		close(qa);
+		skip(); /* not root */
+	}
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&sa, &sl), 0);
+	assert_int_equal(connect(qa, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	pa = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(pa >= 0);
+	close(l);
+	tcp_pair(&qb, &pb);
+
+	ep_create(&a, NULL, false);
+	region = calloc(1, 1u << 20);
+	stream = malloc(RXB_TOTAL + RXB_TOTAL / 16);
+	assert_non_null(region);
+	assert_non_null(stream);
+	mr = ibv_reg_mr(a.pd, region, 1u << 20, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	smr = ibv_reg_mr(a.pd, sbuf, sizeof(sbuf), IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	assert_non_null(smr);
+	{
+		/* B: a QP on A's CQs */
+		struct ibv_qp_init_attr ia = {
+			.qp_type = IBV_QPT_RC, .send_cq = a.scq, .recv_cq = a.rcq,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+				 .max_recv_sge = 1 },
+		};
+
+		bqp = ibv_create_qp(a.pd, &ia);
+		assert_non_null(bqp);
+		assert_int_equal(qp_to(bqp, IBV_QPS_INIT), 0);
+		assert_int_equal(qp_to(bqp, IBV_QPS_RTR), 0);
+		assert_int_equal(qp_to(bqp, IBV_QPS_RTS), 0);
+		pthread_mutex_init(&bcl.mu, NULL);
+	}
+	post_recv1(&a, 1, sbuf[0], sizeof(sbuf[0]), smr->lkey);
+	{
+		struct ibv_sge sg = { .addr = (uintptr_t)sbuf[1], .length = sizeof(sbuf[1]),
+				      .lkey = smr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 2, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+		assert_int_equal(ibv_post_recv(bqp, &wr, &bad), 0);
+	}
+
+	/* A attached with nothing to read yet; then its callback is made to wait */
+	ep_attach(&a, qa, false, mpa_conn(false, 0, 1, 1));
+	ca = to_sr_qp(a.qp)->xport;
+	pthread_mutex_lock(&ca->rx_lock);
+	for (uint32_t off = 0; off < RXB_TOTAL; off += RXB_PAY)
+		n += fpdu_tagged(stream + n, false, SR_RDMAP_OP_WRITE, true, mr->rkey,
+				 (uintptr_t)region + off % (1u << 20) , region, RXB_PAY);
+	n += fpdu_untagged(stream + n, false, SR_RDMAP_OP_SEND, true, 1, 0, 0, "A", 1);
+	send_within(pa, stream, n, T_WAIT_MS);
+	for (uint64_t end = now_ms() + T_WAIT_MS; (size_t)pending < n; usleep(1000)) {
+		assert_int_equal(ioctl(qa, FIONREAD, &pending), 0);
+		assert_true(now_ms() < end);
+	}
+	/* B becomes readable while the engine is (or is about to be) in A's callback */
+	n = fpdu_untagged(stream, false, SR_RDMAP_OP_SEND, true, 1, 0, 0, "B", 1);
+	xsend(pb, stream, n);
+	{
+		struct sr_xport_attach p = {
+			.kind = SR_XPORT_IWARP,
+			.cb = { .arg = &bcl, .closed = on_closed },
+			.u.iwarp = { .fd = qb, .initiator = false,
+				     .mpa = mpa_conn(false, 0, 1, 1) },
+		};
+
+		assert_int_equal(to_sr_ctx(g_ctx)->priv_ops->attach(bqp, &p), 0);
+	}
+	pthread_mutex_unlock(&ca->rx_lock);
+
+	wait_wc(a.rcq, wc, 2);
+	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
+	assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
+	/* B's Send was delivered while A still had more than the bound to read */
+	assert_int_equal(wc[0].wr_id, 2);
+	assert_int_equal(wc[1].wr_id, 1);
+	assert_memory_equal(sbuf[0], "A", 1);
+	assert_memory_equal(sbuf[1], "B", 1);
+
+	assert_int_equal(ibv_destroy_qp(bqp), 0);
+	pthread_mutex_destroy(&bcl.mu);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_dereg_mr(smr), 0);
+	ep_destroy(&a);
+	close(pa);
+	close(pb);
+	free(stream);
+	free(region);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -266,6 +415,7 @@ int main(void)
 		cmocka_unit_test(t_terminate_never_blocks),
 		cmocka_unit_test(t_terminate_bound),
 		cmocka_unit_test(t_responder_no_rtr),
+		cmocka_unit_test(t_rx_budget),
 	};
 
 	return cmocka_run_group_tests(tests, grp_setup, grp_teardown);
