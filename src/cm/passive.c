@@ -242,8 +242,8 @@ static bool sr_cm_hs_slow(const struct sr_cm_conn *c, uint64_t now)
 }
 
 /*
- * The oldest handshake of l from source (NULL: from anybody), and how many there are from
- * it. hs_list is in accept order, so the first one found is the oldest.
+ * The oldest handshake of l from source, and how many there are from it. hs_list is in
+ * accept order, so the first one found is the oldest.
  */
 static struct sr_cm_conn *sr_cm_oldest_of(struct sr_cm_id *l, const struct sockaddr *source,
 					  unsigned int *count)
@@ -255,7 +255,7 @@ static struct sr_cm_conn *sr_cm_oldest_of(struct sr_cm_id *l, const struct socka
 	sr_list_for_each_safe(pos, tmp, &l->hs_list) {
 		struct sr_cm_conn *c = sr_list_entry(pos, struct sr_cm_conn, node);
 
-		if (source && !sr_addr_same_ip((struct sockaddr *)&c->peer, source))
+		if (!sr_addr_same_ip((struct sockaddr *)&c->peer, source))
 			continue;
 		if (!oldest)
 			oldest = c;
@@ -271,15 +271,16 @@ static enum sr_cm_admission sr_cm_make_room_locked(struct sr_cm_id *l,
 	bool full = l->handshakes >= SR_CM_MAX_HANDSHAKES;
 	struct sr_cm_conn *victim = NULL, *oldest;
 	uint64_t now = sr_mono_ns();
-	unsigned int same, total;
+	unsigned int same;
 
 	oldest = sr_cm_oldest_of(l, peer, &same);
 	if (same >= SR_CM_MAX_HANDSHAKES_PER_SOURCE &&
 	    (sr_cm_hs_slow(oldest, now) || same >= SR_CM_MAX_HANDSHAKES_PER_SOURCE_BURST))
 		victim = oldest;
 	if (!victim && full) {
-		oldest = sr_cm_oldest_of(l, NULL, &total);
-		if (!oldest || !sr_cm_hs_slow(oldest, now))
+		/* anybody's oldest: the head of the list */
+		oldest = sr_list_first(&l->hs_list, struct sr_cm_conn, node);
+		if (!sr_cm_hs_slow(oldest, now))
 			return SR_HS_REFUSE;
 		victim = oldest;
 	}
