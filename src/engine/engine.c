@@ -223,12 +223,6 @@ static bool sr_engine_helped(const struct epoll_event *evs, int n)
 	return helped;
 }
 
-bool sr_engine_owns(const struct sr_engine_handler *h)
-{
-	/* never registered: new; registered: in this epoch's set or the parent's */
-	return !h->registered || h->epoch == __atomic_load_n(&eng.epoch, __ATOMIC_RELAXED);
-}
-
 uint32_t sr_engine_epoch(void)
 {
 	return __atomic_load_n(&eng.epoch, __ATOMIC_RELAXED);
@@ -517,7 +511,7 @@ int sr_engine_mod(struct sr_engine_handler *h, uint32_t events)
 {
 	struct epoll_event ev = { .events = events };
 
-	if (!sr_engine_owns(h))
+	if (h->epoch != sr_engine_epoch())
 		return -EIO; /* the parent's (fork): its fd is in the parent's set, not ours */
 	ev.data.u64 = ((uint64_t)h->gen << 32) | h->slot;
 	return epoll_ctl(eng.epfd, EPOLL_CTL_MOD, h->fd, &ev) < 0 ? -errno : 0;
@@ -527,8 +521,7 @@ void sr_engine_del(struct sr_engine_handler *h)
 {
 	pthread_mutex_lock(&eng.mu);
 	if (!h->registered || h->epoch != eng.epoch) {
-		/* The parent's handler (fork): not in our set, its slot not ours to free. It
-		 * stays marked registered, so sr_engine_owns keeps saying it is not ours. */
+		/* the parent's handler (fork): not in our set, its slot not ours to free */
 		pthread_mutex_unlock(&eng.mu);
 		return;
 	}

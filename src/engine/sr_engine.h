@@ -26,7 +26,7 @@ struct sr_engine_handler {
 	/* private to the engine */
 	uint32_t slot;
 	uint32_t gen;
-	uint32_t epoch;   /* the engine's epoch at sr_engine_add (see sr_engine_owns) */
+	uint32_t epoch;   /* the engine's epoch at sr_engine_add (fork: see below) */
 	bool registered;
 };
 
@@ -41,12 +41,11 @@ void sr_engine_del(struct sr_engine_handler *h);
  * set stays the parent's: nothing the child registers may enter it), forgets the parent's
  * handlers and timers, and starts a new epoch: the child's next sr_engine_add or timer
  * starts a fresh engine (new epoll set, new thread). A handler registered before the fork
- * belongs to the parent's engine: sr_engine_del leaves it alone, sr_engine_mod fails with
- * -EIO, and sr_engine_owns (false for it, true for one never registered) tells callers not
- * to touch what it watches (a parent's socket).
+ * belongs to the parent's engine: sr_engine_del leaves it alone and sr_engine_mod fails
+ * with -EIO. The objects of the layers remember the epoch they were created in, to tell
+ * that they were inherited and must not touch what they own (a parent's socket).
  */
-bool sr_engine_owns(const struct sr_engine_handler *h);
-/* The current epoch: objects that remember it at creation can tell they were inherited. */
+/* The current epoch. */
 uint32_t sr_engine_epoch(void);
 
 /* True when called from the engine thread, or from a callback a helper runs. */

@@ -262,6 +262,8 @@ enum sr_iw_end_ask {
 struct sr_iw_conn {
 	struct sr_qp *qp;
 	int fd;
+	uint32_t epoch;              /* the engine's epoch at attach: another one means the
+				      * parent's connection, seen in a fork()ed child */
 	bool initiator;
 	struct sr_mpa_conn mpa;
 	struct sr_conn_cb cb;

@@ -507,7 +507,7 @@ static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
  */
 static bool sr_iw_inherited(const struct sr_iw_conn *c)
 {
-	return !sr_engine_owns(&c->h);
+	return c->epoch != sr_engine_epoch();
 }
 
 static void sr_iw_sq_kick(struct sr_qp *qp)
@@ -605,6 +605,7 @@ static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_xport_attach *a)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->epoch = sr_engine_epoch();
 	c->qp = qp;
 	c->fd = p->fd;
 	c->initiator = p->initiator;
