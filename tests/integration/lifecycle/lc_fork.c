@@ -165,10 +165,10 @@ int main(int argc, char **argv)
 		nanosleep(&d, NULL);
 	}
 	cpu = engine_cpu_ns() - cpu0;
+	printf("parent's engines ran %.1f ms while the child worked\n", (double)cpu / 1e6);
 	DP_CHECK(w == pid, "waitpid: %s", strerror(errno));
 	DP_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child failed (status %#x)",
 		 status);
-	printf("parent's engines ran %.1f ms while the child worked\n", (double)cpu / 1e6);
 	DP_CHECK(cpu < LC_SPIN_NS, "the parent's engines were busy (%.1f ms) with the child's "
 		 "sockets", (double)cpu / 1e6);
 	/* the parent's connection is intact */
