@@ -319,6 +319,8 @@ SR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 	bool sync;
 	ssize_t n;
 
+	if (sr_cm_id_inherited(id))
+		return sr_cm_fail(EIO); /* the parent's id (fork) */
 	if (!id)
 		return sr_cm_fail(EINVAL);
 	s = to_sr_id(id);
@@ -397,6 +399,8 @@ SR_EXPORT int rdma_establish(struct rdma_cm_id *id)
 	uint32_t qpn;
 	int err;
 
+	if (sr_cm_id_inherited(id))
+		return sr_cm_fail(EIO); /* the parent's id (fork) */
 	if (!id || id->qp)
 		return sr_cm_fail(EINVAL);
 	s = to_sr_id(id);

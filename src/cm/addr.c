@@ -71,6 +71,8 @@ SR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 	bool sync;
 	int err;
 
+	if (sr_cm_id_inherited(id))
+		return sr_cm_fail(EIO); /* the parent's id (fork) */
 	if (!id || !dst_addr)
 		return sr_cm_fail(EINVAL);
 	if (dst_addr->sa_family != AF_INET && dst_addr->sa_family != AF_INET6)
@@ -166,6 +168,8 @@ SR_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	struct sr_cm_id *s;
 	bool sync;
 
+	if (sr_cm_id_inherited(id))
+		return sr_cm_fail(EIO); /* the parent's id (fork) */
 	if (!id)
 		return sr_cm_fail(EINVAL);
 	s = to_sr_id(id);

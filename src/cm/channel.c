@@ -30,6 +30,7 @@ struct sr_cm_channel *sr_cm_channel_new(bool sync)
 		errno = ENOMEM;
 		return NULL;
 	}
+	ch->epoch = sr_engine_epoch();
 	ch->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
 	if (ch->ch.fd < 0) {
 		int err = errno;
@@ -272,6 +273,8 @@ SR_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 	if (!channel || !event)
 		return sr_cm_fail(EINVAL);
 	ch = to_sr_chan(channel);
+	if (sr_cm_chan_inherited(ch))
+		return sr_cm_fail(EIO);
 	/* Counted before the lock so a concurrent rdma_destroy_event_channel sees us. */
 	__atomic_add_fetch(&ch->waiters, 1, __ATOMIC_SEQ_CST);
 	pthread_cleanup_push(sr_chan_leave, ch);

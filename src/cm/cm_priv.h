@@ -41,6 +41,7 @@
 #include <infiniband/verbs.h>
 
 #include "cm/cm_core.h"
+#include "engine/sr_engine.h"
 #include "common/sr_common.h"
 #include "common/sr_sockaddr.h"
 #include "common/sr_list.h"
@@ -137,6 +138,7 @@ struct sr_cm_channel {
 	 * whether the channel was destroyed under them; see rdma_destroy_event_channel. */
 	int waiters;
 	bool dead;
+	uint32_t epoch;               /* the CM engine's epoch at creation (fork: see below) */
 };
 
 static inline struct sr_cm_channel *to_sr_chan(struct rdma_event_channel *ch)
@@ -287,6 +289,22 @@ struct sr_cm_id {
 static inline struct sr_cm_id *to_sr_id(struct rdma_cm_id *id)
 {
 	return sr_container_of(id, struct sr_cm_id, id);
+}
+
+/*
+ * fork(): a channel (and every id on it) the parent created, seen in the child. Its
+ * eventfd, sockets and engine are the parent's: the child's calls on it fail with EIO
+ * before touching any (reading the eventfd would take the parent's events, a shutdown
+ * would end the parent's connection); rdma_destroy_id leaves it alone.
+ */
+static inline bool sr_cm_chan_inherited(const struct sr_cm_channel *ch)
+{
+	return ch->epoch != sr_engine_epoch();
+}
+
+static inline bool sr_cm_id_inherited(struct rdma_cm_id *id)
+{
+	return id && sr_cm_chan_inherited(to_sr_id(id)->chan);
 }
 
 /* Return -1 with errno = err (err > 0). */

@@ -31,4 +31,41 @@ void sr_cm_assert_locked_at(const char *func)
 #endif
 pthread_cond_t sr_cm_cond = PTHREAD_COND_INITIALIZER;
 
+/*
+ * fork() (docs/ARCHITECTURE.md, "fork()"): the CM lock is held across the fork (so no
+ * thread of the parent holds it in the child's copy), and the child forgets the parent's
+ * devices and link watch: their contexts and sockets belong to the parent's engines. Ids
+ * and channels stay in memory, inherited (sr_cm_chan_inherited), off the id list.
+ */
+static void sr_cm_fork_prepare(void)
+{
+	pthread_mutex_lock(&sr_cm_lock);
+}
+
+static void sr_cm_fork_parent(void)
+{
+	pthread_mutex_unlock(&sr_cm_lock);
+}
+
+static void sr_cm_fork_child(void)
+{
+#ifdef NDEBUG
+	pthread_mutex_t fresh = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+#else
+	pthread_mutex_t fresh = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+#endif
+	sr_cm_lock = fresh;
+	pthread_cond_init(&sr_cm_cond, NULL);
+	/* The parent's ids leave the list: nothing of the child's (a link change its link
+	 * watch reports) walks them and queues events on the parent's channels. */
+	sr_list_init(&sr_cm_ids);
+	sr_cm_devices_fork_child();
+	sr_cm_netwatch_fork_child();
+}
+
+__attribute__((constructor)) static void sr_cm_fork_register(void)
+{
+	pthread_atfork(sr_cm_fork_prepare, sr_cm_fork_parent, sr_cm_fork_child);
+}
+
 struct sr_list sr_cm_ids = SR_LIST_INIT(sr_cm_ids);

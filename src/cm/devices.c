@@ -38,6 +38,14 @@ int sr_cm_init(void)
 	return sr_cm_init_err;
 }
 
+void sr_cm_devices_fork_child(void)
+{
+	/* Contexts of the parent's engine: left open (closing would touch their engine
+	 * state); the child opens its own on first use. */
+	pthread_mutex_init(&sr_cm_dev_lock, NULL);
+	sr_cm_devs = NULL;
+}
+
 static uint8_t sr_u8(int v)
 {
 	return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);

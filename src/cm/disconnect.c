@@ -19,6 +19,8 @@ SR_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	struct sr_cm_id *s;
 	int err = 0;
 
+	if (sr_cm_id_inherited(id))
+		return sr_cm_fail(EIO); /* the parent's id (fork) */
 	if (!id)
 		return sr_cm_fail(EINVAL);
 	s = to_sr_id(id);

@@ -163,6 +163,8 @@ SR_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	enum sr_cm_state prev;
 	struct sr_cm_id *s;
 
+	if (sr_cm_id_inherited(id))
+		return 0; /* the parent's (fork): nothing of it is ours to close */
 	if (!id)
 		return sr_cm_fail(EINVAL);
 	s = to_sr_id(id);

@@ -206,6 +206,17 @@ static void sr_cm_nw_cb(struct sr_engine_handler *h, uint32_t events)
 	free(removed.ids);
 }
 
+void sr_cm_netwatch_fork_child(void)
+{
+	/* the parent's subscription: the child's copy of its socket goes, a new one comes
+	 * with the child's first id that needs it */
+	if (sr_cm_nw)
+		sr_netwatch_close(sr_cm_nw);
+	sr_cm_nw = NULL;
+	memset(&sr_cm_nw_h, 0, sizeof(sr_cm_nw_h));
+	sr_cm_nw_h.fd = -1;
+}
+
 int sr_cm_netwatch_start_locked(void)
 {
 	int err;

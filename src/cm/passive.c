@@ -392,6 +392,8 @@ SR_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	struct sr_cm_id *s;
 	int err = 0;
 
+	if (sr_cm_id_inherited(id))
+		return sr_cm_fail(EIO); /* the parent's id (fork) */
 	if (!id)
 		return sr_cm_fail(EINVAL);
 	s = to_sr_id(id);
@@ -449,6 +451,8 @@ SR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_pa
 	int err, fd;
 	bool sync;
 
+	if (sr_cm_id_inherited(id))
+		return sr_cm_fail(EIO); /* the parent's id (fork) */
 	if (!id)
 		return sr_cm_fail(EINVAL);
 	s = to_sr_id(id);
@@ -545,6 +549,8 @@ SR_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 	struct sr_cm_id *s;
 	size_t len = private_data ? private_data_len : 0;
 
+	if (sr_cm_id_inherited(id))
+		return sr_cm_fail(EIO); /* the parent's id (fork) */
 	if (!id)
 		return sr_cm_fail(EINVAL);
 	s = to_sr_id(id);

@@ -75,6 +75,7 @@ static struct {
 	uint64_t tfd_deadline;                 /* what tfd is programmed for, 0: nothing */
 	struct sr_list timers;                 /* armed timers, earliest first */
 	struct sr_engine_timer *running_timer; /* whose callback is running */
+	uint32_t epoch;        /* fork()s this process is away from the first one */
 } eng = {
 	.mu = PTHREAD_MUTEX_INITIALIZER,
 	.idle = PTHREAD_COND_INITIALIZER,
@@ -220,6 +221,76 @@ static bool sr_engine_helped(const struct epoll_event *evs, int n)
 		sr_engine_helper_rearm_locked();
 	pthread_mutex_unlock(&eng.mu);
 	return helped;
+}
+
+uint32_t sr_engine_epoch(void)
+{
+	return __atomic_load_n(&eng.epoch, __ATOMIC_RELAXED);
+}
+
+/* fork(): the tables are consistent in the child's copy (eng.mu is held across the fork). */
+static void sr_engine_fork_prepare(void)
+{
+	pthread_mutex_lock(&eng.mu);
+}
+
+static void sr_engine_fork_parent(void)
+{
+	pthread_mutex_unlock(&eng.mu);
+}
+
+/*
+ * The child: only the forking thread came along, so the engine thread and any helper are
+ * gone, and the epoll set, the timerfd and every registered fd are shared with the parent,
+ * whose engine thread still serves them. Drop the child's references to the sets (never
+ * epoll_ctl them: the registrations are the parent's) and start over; the parent's
+ * handlers and timers stay in memory, unregistered and disarmed, for their objects'
+ * owners to find stale. Locks are re-initialised: a thread of the parent may have held
+ * them at the fork.
+ */
+static void sr_engine_fork_child(void)
+{
+	if (eng.epfd >= 0)
+		close(eng.epfd);
+	if (eng.outer >= 0)
+		close(eng.outer);
+	if (eng.tfd >= 0)
+		close(eng.tfd);
+	eng.epfd = eng.outer = eng.tfd = -1;
+	while (!sr_list_empty(&eng.timers)) {
+		struct sr_engine_timer *t = sr_list_first(&eng.timers, struct sr_engine_timer, node);
+
+		sr_list_del(&t->node);
+		t->armed = false;
+	}
+	eng.tfd_deadline = 0;
+	eng.running_timer = NULL;
+	free(eng.slots);
+	eng.slots = NULL;
+	eng.nslots = 0;
+	eng.free_head = SR_ENGINE_NO_SLOT;
+	eng.running = UINT32_MAX;
+	eng.helper = false;
+	eng.helper_fd = -1;
+	eng.start_err = 0;
+	__atomic_store_n(&eng.started, false, __ATOMIC_RELEASE);
+	eng.once = (pthread_once_t)PTHREAD_ONCE_INIT;
+	__atomic_store_n(&eng.epoch, eng.epoch + 1, __ATOMIC_RELAXED);
+	sr_engine_self = false;
+	pthread_mutex_init(&eng.dispatch, NULL);
+	pthread_cond_init(&eng.idle, NULL);
+	pthread_mutex_init(&eng.mu, NULL); /* held since the prepare handler */
+}
+
+/*
+ * Registered at load, before any object exists, so that every child starts a new epoch;
+ * and before the other layers' handlers (a lower constructor priority runs first), so its
+ * prepare handler runs last: the layers call into the engine (eng.mu) with their locks
+ * held, never the other way round, so their locks are taken before eng.mu.
+ */
+__attribute__((constructor(101))) static void sr_engine_fork_register(void)
+{
+	pthread_atfork(sr_engine_fork_prepare, sr_engine_fork_parent, sr_engine_fork_child);
 }
 
 static void *sr_engine_main(void *unused)
@@ -420,6 +491,7 @@ int sr_engine_add(struct sr_engine_handler *h, uint32_t events)
 	eng.slots[slot].gen++;
 	h->slot = slot;
 	h->gen = eng.slots[slot].gen;
+	h->epoch = eng.epoch;
 	ev.data.u64 = ((uint64_t)h->gen << 32) | slot;
 	if (epoll_ctl(eng.epfd, EPOLL_CTL_ADD, h->fd, &ev) < 0) {
 		int err = -errno;
@@ -439,6 +511,8 @@ int sr_engine_mod(struct sr_engine_handler *h, uint32_t events)
 {
 	struct epoll_event ev = { .events = events };
 
+	if (h->epoch != sr_engine_epoch())
+		return -EIO; /* the parent's (fork): its fd is in the parent's set, not ours */
 	ev.data.u64 = ((uint64_t)h->gen << 32) | h->slot;
 	return epoll_ctl(eng.epfd, EPOLL_CTL_MOD, h->fd, &ev) < 0 ? -errno : 0;
 }
@@ -446,7 +520,8 @@ int sr_engine_mod(struct sr_engine_handler *h, uint32_t events)
 void sr_engine_del(struct sr_engine_handler *h)
 {
 	pthread_mutex_lock(&eng.mu);
-	if (!h->registered) {
+	if (!h->registered || h->epoch != eng.epoch) {
+		/* the parent's handler (fork): not in our set, its slot not ours to free */
 		pthread_mutex_unlock(&eng.mu);
 		return;
 	}

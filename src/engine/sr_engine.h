@@ -26,6 +26,7 @@ struct sr_engine_handler {
 	/* private to the engine */
 	uint32_t slot;
 	uint32_t gen;
+	uint32_t epoch;   /* the engine's epoch at sr_engine_add (fork: see below) */
 	bool registered;
 };
 
@@ -33,6 +34,19 @@ struct sr_engine_handler {
 int sr_engine_add(struct sr_engine_handler *h, uint32_t events);
 int sr_engine_mod(struct sr_engine_handler *h, uint32_t events);
 void sr_engine_del(struct sr_engine_handler *h);
+
+/*
+ * fork(): the child gets no engine thread, so the engine it inherited is not its own. A
+ * child handler (pthread_atfork) closes the child's copies of the engine's fds (the epoll
+ * set stays the parent's: nothing the child registers may enter it), forgets the parent's
+ * handlers and timers, and starts a new epoch: the child's next sr_engine_add or timer
+ * starts a fresh engine (new epoll set, new thread). A handler registered before the fork
+ * belongs to the parent's engine: sr_engine_del leaves it alone and sr_engine_mod fails
+ * with -EIO. The objects of the layers remember the epoch they were created in, to tell
+ * that they were inherited and must not touch what they own (a parent's socket).
+ */
+/* The current epoch. */
+uint32_t sr_engine_epoch(void);
 
 /* True when called from the engine thread, or from a callback a helper runs. */
 bool sr_engine_in_thread(void);

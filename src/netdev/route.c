@@ -52,7 +52,6 @@ static void sr_addr_set_bytes(struct sockaddr_storage *ss, int family, const voi
  */
 #define SR_RT_MSG_BUF 32768
 static pthread_mutex_t sr_rt_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t sr_rt_once = PTHREAD_ONCE_INIT;
 static struct nl_sock *sr_rt_sk;
 
 static void sr_rt_prepare(void)
@@ -74,7 +73,13 @@ static void sr_rt_child(void)
 	pthread_mutex_unlock(&sr_rt_mu);
 }
 
-static void sr_rt_init(void)
+/*
+ * Registered at load with a constructor priority that puts it after the engine's handlers
+ * and before the CM's (the default priority): prepare handlers run in the reverse order, so
+ * the CM lock, held around route lookups, is taken before sr_rt_mu, and sr_rt_mu before
+ * the engine's (docs/ARCHITECTURE.md, "fork()").
+ */
+__attribute__((constructor(102))) static void sr_rt_init(void)
 {
 	pthread_atfork(sr_rt_prepare, sr_rt_parent, sr_rt_child);
 }
@@ -82,7 +87,6 @@ static void sr_rt_init(void)
 /* The process's route socket, with sr_rt_mu held (on success only). */
 static int sr_route_sock_get(struct nl_sock **sk)
 {
-	pthread_once(&sr_rt_once, sr_rt_init);
 	pthread_mutex_lock(&sr_rt_mu);
 	if (!sr_rt_sk) {
 		sr_rt_sk = nl_socket_alloc();

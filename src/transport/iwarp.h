@@ -16,6 +16,7 @@
 #define SR_TRANSPORT_IWARP_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -261,6 +262,8 @@ enum sr_iw_end_ask {
 struct sr_iw_conn {
 	struct sr_qp *qp;
 	int fd;
+	uint32_t epoch;              /* the engine's epoch at attach: another one means the
+				      * parent's connection, seen in a fork()ed child */
 	bool initiator;
 	struct sr_mpa_conn mpa;
 	struct sr_conn_cb cb;
@@ -286,6 +289,14 @@ struct sr_iw_conn {
 	uint32_t fp_nrresp;          /* Read Responses copied into the batch (the first of the
 				      * resp ring), to leave the ring once it is written */
 	bool fp_busy;
+	/*
+	 * Completion order (docs/ARCHITECTURE.md, "Completing sends"): set before each
+	 * sendmsg() and cleared, still under tx_lock, once what that call completes is in the
+	 * CQ. The receive side reads it (sr_iw_tx_settle) before it completes an incoming
+	 * Send: while set, bytes of ours may be in the socket uncompleted, and the peer may be
+	 * answering them. Atomic: read without tx_lock.
+	 */
+	atomic_bool tx_uncompleted;
 	bool fp_data;                /* its payload comes from the message in progress (c->src,
 				      * or cur_resp for a Read Response): enter its regions */
 	/* the message being cut into FPDUs */
@@ -368,6 +379,12 @@ struct sr_iw_conn {
 
 /* iwarp_tx.c */
 void sr_iw_tx_progress(struct sr_iw_conn *c);        /* takes tx_lock */
+/*
+ * Before the receive side completes an incoming message: every send WQE whose bytes are in
+ * the socket is completed first (waits for tx_lock only while a sendmsg()'s completions
+ * are still being made; one atomic load otherwise). rx_lock may be held, no verbs lock.
+ */
+void sr_iw_tx_settle(struct sr_iw_conn *c);
 /* tx_lock held: move tx_end (asserts the table above in debug builds). */
 void sr_iw_tx_end_set(struct sr_iw_conn *c, enum sr_iw_tx_end to);
 /* tx_lock held: nothing more enters the socket, not even a FIN (the stream is closing). */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/sr_config.h"
+#include "common/sr_fork.h"
 #include "common/sr_log.h"
 #include "transport/iwarp.h"
 
@@ -25,6 +26,7 @@
  * abort may come from any thread, even one holding tx_lock. fd_lock guards only that.
  */
 static pthread_mutex_t sr_iw_fd_lock = PTHREAD_MUTEX_INITIALIZER;
+SR_FORK_SAFE_MUTEX(sr_iw_fd, &sr_iw_fd_lock, NULL)
 /*
  * A close on the engine thread unregisters the handler itself, so a later sr_engine_del()
  * in detach no longer waits for that callback. detach waits on this (with sr_iw_fd_lock)
@@ -497,11 +499,22 @@ static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
 	}
 }
 
+/*
+ * A connection of the parent of a fork(), seen in the child: its socket is shared with the
+ * parent, whose engine serves it. The child never writes, reads or shuts it down (that
+ * would corrupt or end the parent's stream); the verbs layer refuses the data path on it
+ * (sr_ctx_inherited) and these entry points leave it alone.
+ */
+static bool sr_iw_inherited(const struct sr_iw_conn *c)
+{
+	return c->epoch != sr_engine_epoch();
+}
+
 static void sr_iw_sq_kick(struct sr_qp *qp)
 {
 	struct sr_iw_conn *c = qp->xport;
 
-	if (c)
+	if (c && !sr_iw_inherited(c))
 		sr_iw_tx_progress(c);
 }
 
@@ -516,6 +529,8 @@ static void sr_iw_abort(struct sr_qp *qp)
 
 void sr_iw_fail_stream(struct sr_iw_conn *c)
 {
+	if (sr_iw_inherited(c))
+		return;
 	pthread_mutex_lock(&sr_iw_fd_lock);
 	sr_iw_ask_end_locked(c, true);
 	if (c->fd >= 0)
@@ -529,6 +544,14 @@ static void sr_iw_detach(struct sr_qp *qp)
 
 	if (!c)
 		return;
+	if (sr_iw_inherited(c)) {
+		/* Only the child's reference to the parent's socket goes; the rest of the copy
+		 * (locks perhaps held by the parent's threads at the fork) is left alone. */
+		close(c->fd);
+		qp->xport = NULL;
+		qp->xops = NULL;
+		return;
+	}
 	/*
 	 * Destroying a QP with a live stream ends it. The engine callback is stopped first
 	 * (sr_engine_del waits for a running one), so only this thread closes. The CM is not
@@ -582,6 +605,7 @@ static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_xport_attach *a)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->epoch = sr_engine_epoch();
 	c->qp = qp;
 	c->fd = p->fd;
 	c->initiator = p->initiator;
@@ -640,7 +664,7 @@ static void sr_iw_disconnect(struct ibv_qp *ibqp)
 	struct sr_qp *qp = to_sr_qp(ibqp);
 	struct sr_iw_conn *c = qp->xport;
 
-	if (!c)
+	if (!c || sr_iw_inherited(c))
 		return;
 	pthread_mutex_lock(&c->tx_lock);
 	pthread_mutex_lock(&sr_iw_fd_lock);

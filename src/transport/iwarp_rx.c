@@ -409,6 +409,7 @@ static int sr_iw_on_seg(struct sr_iw_conn *c)
 			sr_rq_complete(c->qp, w, IBV_WC_REM_INV_REQ_ERR, len, 0, 0, se);
 			return sr_fpdu_rx_fail(&c->rx, SR_IW_ERR_RDMAP_INV_OP);
 		}
+		sr_iw_tx_settle(c); /* our Sends it may answer complete first */
 		sr_rq_complete(c->qp, w, IBV_WC_SUCCESS, len, 0, 0, se);
 		return 0;
 	}

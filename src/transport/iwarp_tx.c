@@ -153,6 +153,8 @@ static int sr_iw_fpdu_write(struct sr_iw_conn *c)
 		/* The kernel copies from the regions during this call and never after it. */
 		if (c->fp_data && !sr_iw_msg_enter(c))
 			return SR_IW_TX_REVOKED;
+		/* before the bytes can reach the peer: its answer may come back at once */
+		atomic_store(&c->tx_uncompleted, true);
 		sr_dma_read_begin(); /* the payload iovecs point into registered memory */
 		n = sendmsg(c->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 		err = errno;
@@ -841,7 +843,7 @@ static bool sr_iw_batch_get(struct sr_iw_conn *c)
 	return true;
 }
 
-void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
+static void sr_iw_tx_run_locked(struct sr_iw_conn *c)
 {
 	for (int budget = SR_IW_TX_BUDGET; budget > 0; budget--) {
 		int r;
@@ -907,6 +909,29 @@ void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 	}
 	/* Budget spent: come back through the engine. */
 	sr_iw_want_out(c, true);
+}
+
+void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
+{
+	sr_iw_tx_run_locked(c);
+	/* What the socket took is completed (a partly written message cannot be answered
+	 * yet): nothing for the receive side to wait for. */
+	atomic_store_explicit(&c->tx_uncompleted, false, memory_order_release);
+}
+
+void sr_iw_tx_settle(struct sr_iw_conn *c)
+{
+	/*
+	 * Set: a sendmsg() may have put bytes in the socket whose WQEs are not completed yet
+	 * (the sender holds tx_lock until they are). The message being completed here may be
+	 * the peer's answer to them, and the application must see our completion first, as
+	 * on hardware: wait for that sender. Clear: every byte in the socket is completed,
+	 * or was sent after the flag was read, so after this message arrived.
+	 */
+	if (atomic_load(&c->tx_uncompleted)) {
+		pthread_mutex_lock(&c->tx_lock);
+		pthread_mutex_unlock(&c->tx_lock);
+	}
 }
 
 void sr_iw_tx_progress(struct sr_iw_conn *c)

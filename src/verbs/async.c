@@ -53,6 +53,10 @@ SR_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_
 		return -1;
 	}
 	ctx = to_sr_ctx(context);
+	if (sr_ctx_inherited(context)) {
+		errno = EIO; /* the parent's context (fork): its events are the parent's */
+		return -1;
+	}
 again:
 	if (read(context->async_fd, &cnt, sizeof(cnt)) != sizeof(cnt))
 		return -1; /* errno from read: EAGAIN on a non-blocking fd, EINTR, ... */

@@ -164,6 +164,10 @@ SR_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq *
 		return -1;
 	}
 	chan = sr_container_of(channel, struct sr_comp_channel, ch);
+	if (sr_ctx_inherited(channel->context)) {
+		errno = EIO; /* the parent's channel (fork): its counts are the parent's */
+		return -1;
+	}
 	for (;;) {
 		if (sr_chan_help_wait(chan) == -EINTR) {
 			errno = EINTR; /* as the interrupted read would say */

@@ -148,6 +148,7 @@ SR_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	ctx->magic = SR_CONTEXT_MAGIC;
+	ctx->epoch = sr_engine_epoch();
 	ctx->priv_ops = sr_priv_ops_for(dev->xport);
 	sr_list_init(&ctx->async_events);
 	pthread_mutex_init(&ctx->lock, NULL);

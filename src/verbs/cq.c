@@ -268,6 +268,8 @@ int sr_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 
 	if (n < 0)
 		return -EINVAL; /* ibv_poll_cq(3): a negative value on error */
+	if (sr_ctx_inherited(ibcq->context))
+		return -EIO; /* the parent's CQ (fork): its progress would read the parent's sockets */
 	/*
 	 * Applications (libfabric, MPI, perftest) spin on an empty CQ. Taking the lock on every
 	 * empty poll makes the engine thread's push wait for the spinner, and on a busy machine
@@ -299,6 +301,8 @@ int sr_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct sr_cq *cq = to_sr_cq(ibcq);
 
+	if (sr_ctx_inherited(ibcq->context))
+		return EIO; /* the parent's CQ (fork) */
 	pthread_mutex_lock(&cq->lock);
 	/* Arming for any completion is the wider request and wins over solicited-only. */
 	if (!solicited_only)

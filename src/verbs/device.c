@@ -12,6 +12,7 @@
 #include <sys/epoll.h>
 
 #include "common/sr_config.h"
+#include "common/sr_fork.h"
 #include "common/sr_log.h"
 #include "engine/sr_engine.h"
 #include "verbs/sr_verbs.h"
@@ -258,6 +259,21 @@ static void sr_device_monitor_init(void)
 	/* Subscribed first, dumped second: no change can fall between the two. */
 	sr_device_registry_refresh();
 }
+
+/*
+ * fork(): the child's monitor socket is a copy of the parent's (reading it would take the
+ * parent's notifications) and its handler is in the parent's engine. Drop the copy; the
+ * child's next ibv_open_device subscribes anew on the child's own engine.
+ */
+static void sr_device_fork_child(void)
+{
+	if (sr_mon.mon)
+		sr_netdev_monitor_close(sr_mon.mon);
+	memset(&sr_mon, 0, sizeof(sr_mon));
+	sr_mon.once = (pthread_once_t)PTHREAD_ONCE_INIT;
+}
+
+SR_FORK_SAFE_MUTEX(sr_registry, &sr_registry_lock, sr_device_fork_child)
 
 int sr_device_monitor_start(void)
 {

@@ -50,7 +50,11 @@ SR_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, 
 
 /*
  * Registered memory is never pinned or handed to a device here: a child after fork() sees
- * ordinary copy-on-write memory. Fork support is therefore always in place.
+ * ordinary copy-on-write memory, so there is nothing to set up, and IBV_FORK_UNNEEDED is
+ * rdma-core 44's answer for that case (it wins over ENABLED/DISABLED, whether or not
+ * ibv_fork_init was called; RDMAV_FORK_SAFE changes nothing). What a child gets of the
+ * engines and of the parent's objects is the fork handlers' business (docs/ARCHITECTURE.md,
+ * "fork()").
  */
 SR_EXPORT int ibv_fork_init(void)
 {

@@ -48,6 +48,28 @@ static uint64_t sr_mr_rand_state; /* table write lock */
 static pthread_mutex_t sr_mr_idle_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sr_mr_idle_cv = PTHREAD_COND_INITIALIZER;
 
+/* fork(): the engine thread takes the table's read lock for every placement; a child must
+ * not inherit it held (common/sr_fork.h says why, for mutexes). */
+static void sr_mr_fork_prepare(void)
+{
+	pthread_rwlock_wrlock(&sr_mr_lock);
+}
+
+static void sr_mr_fork_parent(void)
+{
+	pthread_rwlock_unlock(&sr_mr_lock);
+}
+
+static void sr_mr_fork_child(void)
+{
+	pthread_rwlock_init(&sr_mr_lock, NULL);
+}
+
+__attribute__((constructor)) static void sr_mr_fork_register(void)
+{
+	pthread_atfork(sr_mr_fork_prepare, sr_mr_fork_parent, sr_mr_fork_child);
+}
+
 _Static_assert(((uint64_t)SR_MAX_MR << SR_STAG_KEY_BITS) <= UINT32_MAX,
 	       "MR index must fit the STag");
 

@@ -129,6 +129,10 @@ int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 	bool kick = false, abort = false;
 	int err = 0;
 
+	if (sr_ctx_inherited(ibqp->context)) {
+		*bad = wr;
+		return EIO; /* the parent's QP (fork) */
+	}
 	pthread_mutex_lock(&qp->lock);
 	for (; wr; wr = wr->next) {
 		struct sr_send_wqe *w;
@@ -178,6 +182,10 @@ int sr_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
 	const struct sr_xport_ops *xops = NULL;
 	int err = 0;
 
+	if (sr_ctx_inherited(ibqp->context)) {
+		*bad = wr;
+		return EIO; /* the parent's QP (fork) */
+	}
 	pthread_mutex_lock(&qp->lock);
 	for (; wr; wr = wr->next) {
 		if (qp->srq || qp->state == IBV_QPS_RESET) {

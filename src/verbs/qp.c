@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sr_fork.h"
 #include "verbs/sr_obj.h"
 
 /*
@@ -19,6 +20,7 @@
 _Static_assert(SR_MAX_QP <= (1 << SR_QPN_SLOT_BITS), "QP slots must fit the QPN");
 
 static pthread_mutex_t sr_qpn_lock = PTHREAD_MUTEX_INITIALIZER;
+SR_FORK_SAFE_MUTEX(sr_qpn, &sr_qpn_lock, NULL)
 static struct {
 	struct sr_qp *qp;
 	uint32_t next_free; /* FIFO link while free (SR_QPN_NONE: end) */

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 
 #include "common/sr_list.h"
+#include "engine/sr_engine.h"
 #include "netdev/sr_netdev.h"
 #include "transport/sr_xport.h"
 #include "verbs/sr_limits.h"
@@ -73,6 +74,8 @@ struct sr_context {
 	pthread_mutex_t lock;
 	struct sr_list async_events; /* queued, not yet fetched; one eventfd count each */
 	struct sr_list dev_node;     /* in dev->contexts */
+	uint32_t epoch;              /* the engine's epoch at open: another one means fork()
+				      * (sr_ctx_inherited) */
 };
 
 #define SR_CONTEXT_MAGIC 0x53526378u /* "SRcx" */
@@ -80,6 +83,17 @@ struct sr_context {
 static inline struct sr_context *to_sr_ctx(struct ibv_context *c)
 {
 	return sr_container_of(c, struct sr_context, vctx.context);
+}
+
+/*
+ * A context the parent of a fork() opened, seen in the child (docs/ARCHITECTURE.md,
+ * "fork()"): its QPs' sockets, eventfds and engine are the parent's, so the data path and
+ * the event calls on it and its objects fail with EIO before touching any of them (or any
+ * lock a thread of the parent may have held).
+ */
+static inline bool sr_ctx_inherited(struct ibv_context *c)
+{
+	return to_sr_ctx(c)->epoch != sr_engine_epoch();
 }
 
 /* device.c: registry */

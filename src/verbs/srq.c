@@ -146,6 +146,10 @@ int sr_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_r
 	struct sr_srq *srq = to_sr_srq(ibsrq);
 	int err = 0;
 
+	if (sr_ctx_inherited(ibsrq->context)) {
+		*bad = wr;
+		return EIO; /* the parent's SRQ (fork) */
+	}
 	pthread_mutex_lock(&srq->lock);
 	for (; wr; wr = wr->next) {
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge ||
