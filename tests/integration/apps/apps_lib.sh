@@ -9,8 +9,13 @@
 # handler is empty), QEMU and orted may be stuck in a migration or a collective, and a
 # process left in a deleted namespace would live on.
 SR_APP_PIDS=()
+# Every other process in this test's namespaces (orted and MPI ranks started by mpirun, whatever a
+# killed client left) gets SIGKILL too.
 sr_app_cleanup() {
-	local p
+	local p ns
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^sr-.*-$$\$"); do
+		SR_APP_PIDS+=($(ip netns pids "$ns" 2>/dev/null))
+	done
 	for p in "${SR_APP_PIDS[@]}"; do
 		kill -9 "$p" 2>/dev/null
 	done

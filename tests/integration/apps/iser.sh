@@ -20,6 +20,8 @@
 #     per command (qemu-img convert's 2 MiB requests fail with ENOMEM): so one iscsi-test-cu
 #     process per test, no Async test, and qemu-img dd bs=256k.
 # usage: iser.sh [LOGINS]
+#        iser.sh perf [SECONDS]: no test; iscsi-perf reads the LUN for SECONDS (default 10)
+#        over iSER, then over iSCSI/TCP from the same tgtd (figures for docs/PERFORMANCE.md)
 . "$(dirname "$0")/apps_lib.sh"
 logins=${1:-50}
 sr_need_root
@@ -56,6 +58,23 @@ adm target bind --initiator-address ALL
 adm target bind --initiator-name "$init"
 adm target bind --initiator-name "$qemu_init"
 url=iser://$addr:3260/$iqn/1
+
+if [ "$logins" = perf ]; then
+	# the same LUN file behind an iSCSI/TCP target
+	tgtadm --lld iscsi --mode target --op new --tid 2 --targetname "$iqn-tcp" &&
+		tgtadm --lld iscsi --mode logicalunit --op new --tid 2 --lun 1 \
+			--backing-store "$dir/lun.img" &&
+		tgtadm --lld iscsi --mode target --op bind --tid 2 --initiator-address ALL ||
+		sr_fail "iSCSI/TCP target"
+	head -c 64M /dev/urandom >"$dir/lun.img" # reads of a sparse file would cost nothing
+	secs=${2:-10}
+	for u in "$url" "iscsi://$addr:3261/$iqn-tcp/1"; do
+		echo "== iscsi-perf for $secs s: $u"
+		sr_run_on ip netns exec "$b" -- timeout -s INT "$secs" \
+			iscsi-perf -i "$init" "$u" 2>&1 | tr '\r' '\n' | tail -n 3
+	done
+	exit 0
+fi
 
 # Every client is bounded; 20 s is far above a login's 0.1-0.5 s.
 cli() { sr_run_on ip netns exec "$b" -- timeout -s KILL 20 "$@"; }
