@@ -22,7 +22,9 @@ net=$((200 + RANDOM % 50))
 sr_veth_pair "$a" "$b" "$net"
 addr=10.$net.0.1
 port=$(sr_port)
-dir=$(mktemp -d)
+# The RAM files live in /dev/shm when it is there (tmpfs): on a disk, the destination's writes
+# into its file-backed RAM would be paced by writeback, and the figure would be the disk's.
+dir=$(mktemp -d -p "$( [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo "${TMPDIR:-/tmp}")")
 trap 'sr_app_cleanup; rm -rf "$dir"' EXIT
 
 head -c "${mib}M" /dev/urandom >"$dir/ref"
