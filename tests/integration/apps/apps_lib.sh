@@ -14,7 +14,7 @@ SR_APP_PIDS=()
 sr_app_cleanup() {
 	local p ns
 	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^sr-.*-$$\$"); do
-		SR_APP_PIDS+=($(ip netns pids "$ns" 2>/dev/null))
+		mapfile -t -O "${#SR_APP_PIDS[@]}" SR_APP_PIDS < <(ip netns pids "$ns" 2>/dev/null)
 	done
 	for p in "${SR_APP_PIDS[@]}"; do
 		kill -9 "$p" 2>/dev/null

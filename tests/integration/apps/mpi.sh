@@ -47,13 +47,13 @@ verbs)
 ofi-tcp)
 	args+=(--mca btl self --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "tcp;ofi_rxm") ;;
 btl-tcp)
-	args+=(--mca pml ob1 --mca btl self,tcp) ;;
+	args+=(--mca pml ob1 --mca btl "self,tcp") ;;
 *) sr_fail "unknown transport $how" ;;
 esac
 
 for i in $(seq "$runs"); do
 	log=$dir/run$i.log
-	ip netns exec "$a" timeout -s KILL 150 mpirun "${args[@]}" "$prog" $perf >"$log" 2>&1
+	ip netns exec "$a" timeout -s KILL 150 mpirun "${args[@]}" "$prog" ${perf:+"$perf"} >"$log" 2>&1
 	rc=$?
 	fail=
 	[ "$rc" -eq 0 ] || fail="mpirun exited $rc"

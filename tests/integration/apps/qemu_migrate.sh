@@ -34,7 +34,7 @@ qemu() { # ram-file, more arguments
 	local ram=$1
 	shift
 	echo qemu-system-x86_64 -machine none,memory-backend=mem -m "${mib}M" \
-		-object memory-backend-file,id=mem,size="${mib}M",mem-path="$ram",share=on \
+		-object "memory-backend-file,id=mem,size=${mib}M,mem-path=$ram,share=on" \
 		-nodefaults -display none "$@"
 }
 
