@@ -3,11 +3,16 @@
  * The receive side's staging buffer (iwarp_rx.c), against a raw peer: many FPDUs taken from
  * one read, a stream cut at every byte across two reads (header, payload, trailer; staged and
  * direct payload), a held Send with more FPDUs staged behind it that go on after the post
- * without new socket input, a target deregistered while its FPDU sits in staging, and EOF
- * right behind staged FPDUs (between them: orderly; inside one: Terminate).
+ * without new socket input, a target deregistered while its FPDU sits in staging, a target
+ * deregistered and unmapped while its payload is received in place (the CRC reads it inside
+ * the bracket), and EOF right behind staged FPDUs (between them: orderly; inside one:
+ * Terminate).
  */
 #include <poll.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 
 #include "xport_helpers.h"
 
@@ -330,6 +335,144 @@ static void t_dereg_while_staged(void **s)
 	free(mem);
 }
 
+/* ------------------------------------------------ unmapped under the CRC -- */
+
+/*
+ * The rest of a large payload is received straight into its region, and the CRC then reads
+ * it there. Every touch of a region, that CRC included, runs between sr_mr_enter and
+ * sr_mr_leave (docs/SECURITY.md): ibv_dereg_mr returns once no touch is in progress, and the
+ * application may unmap the buffer right away. The CRC is wrapped here (the test links with
+ * --wrap=sr_crc32c): when it is about to read the armed buffer, another thread deregisters
+ * the region and unmaps it, and the CRC goes on once that thread is done, or once the
+ * deregistration is seen waiting for the bracket the CRC runs in. A CRC outside the bracket
+ * thus reads unmapped memory, every time: SIGSEGV.
+ */
+uint32_t __real_sr_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t __wrap_sr_crc32c(uint32_t crc, const void *buf, size_t len);
+
+static struct {
+	_Atomic(uint8_t *) base; /* the armed buffer (NULL: the wrapper only passes through) */
+	size_t len;
+	struct ibv_mr *mr;       /* its registration */
+	atomic_int go;           /* the CRC reached it: deregister and unmap now */
+	atomic_int done;         /* ... done (dereg_ret holds what ibv_dereg_mr returned) */
+	atomic_int fired;
+	atomic_int inside;       /* the region was entered when the CRC began */
+	int dereg_ret;
+} g_unmap;
+
+uint32_t __wrap_sr_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	uint8_t *b = atomic_load(&g_unmap.base);
+	const uint8_t *p = buf;
+
+	if (b && p >= b && p < b + g_unmap.len && !atomic_exchange(&g_unmap.fired, 1)) {
+		/* The transport holds a reference on the region: the struct outlives dereg. */
+		struct sr_mr *mr = sr_container_of(g_unmap.mr, struct sr_mr, ibmr);
+		uint64_t end = now_ms() + T_WAIT_MS;
+
+		atomic_store(&g_unmap.inside, atomic_load(&mr->busy) > 0);
+		atomic_store(&g_unmap.go, 1);
+		while (!atomic_load(&g_unmap.done) &&
+		       !(atomic_load(&mr->state) != SR_MR_LIVE && atomic_load(&mr->busy) > 0) &&
+		       now_ms() < end)
+			sched_yield();
+	}
+	return __real_sr_crc32c(crc, buf, len);
+}
+
+/* The application: deregister, then unmap at once, as soon as the CRC reaches the buffer. */
+static void *unmapper(void *arg)
+{
+	uint64_t end = now_ms() + T_WAIT_MS;
+
+	(void)arg;
+	while (!atomic_load(&g_unmap.go) && now_ms() < end)
+		usleep(100);
+	if (atomic_load(&g_unmap.go)) {
+		g_unmap.dereg_ret = ibv_dereg_mr(g_unmap.mr);
+		munmap(atomic_load(&g_unmap.base), g_unmap.len);
+	}
+	atomic_store(&g_unmap.done, 1);
+	return NULL;
+}
+
+enum inplace_kind { IP_WRITE, IP_SEND, IP_RRESP };
+
+static void inplace_case(enum inplace_kind k)
+{
+	const size_t maplen = 65536, len = 60000; /* one FPDU; its rest goes in place */
+	uint8_t *mem = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			    -1, 0);
+	uint8_t *data = malloc(len), *fp = malloc(len + 64);
+	struct ibv_mr *mr;
+	size_t fl = 0, hl = SR_FPDU_HDR_TAGGED;
+	pthread_t th;
+	struct st t;
+
+	assert_true(mem != MAP_FAILED);
+	assert_non_null(data);
+	assert_non_null(fp);
+	st_up(&t);
+	fill(data, len, 40 + k);
+	mr = ibv_reg_mr(t.e.pd, mem, maplen, ACC_ALL);
+	assert_non_null(mr);
+	switch (k) {
+	case IP_WRITE:
+		fl = fpdu_tagged(fp, true, SR_RDMAP_OP_WRITE, true, mr->rkey, (uintptr_t)mem, data,
+				 len);
+		break;
+	case IP_SEND:
+		post_recv1(&t.e, 1, mem, (uint32_t)maplen, mr->lkey);
+		fl = fpdu_untagged(fp, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, data, len);
+		hl = SR_FPDU_HDR_UNTAGGED;
+		break;
+	case IP_RRESP:
+		post_send1(&t.e, 2, IBV_WR_RDMA_READ, 0, mem, (uint32_t)len, mr->lkey, 0x10000,
+			   0x1234);
+		assert_int_equal(raw_next(&t.r, NULL, 0, T_WAIT_MS), 0);
+		assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_REQ);
+		assert_int_equal(t.r.seg.rreq.size, len);
+		fl = fpdu_tagged(fp, true, SR_RDMAP_OP_READ_RESP, true, t.r.seg.rreq.sink_stag,
+				 t.r.seg.rreq.sink_to, data, len);
+		break;
+	}
+	/* The header alone first: once the QP has taken it, nothing is staged and the whole
+	 * payload is received in place. */
+	xsend(t.peer, fp, hl);
+	wait_drained(&t);
+	memset(&g_unmap, 0, sizeof(g_unmap));
+	g_unmap.len = maplen;
+	g_unmap.mr = mr;
+	atomic_store(&g_unmap.base, mem);
+	assert_int_equal(pthread_create(&th, NULL, unmapper, NULL), 0);
+	xsend(t.peer, fp + hl, fl - hl);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	atomic_store(&g_unmap.base, NULL);
+	assert_int_equal(atomic_load(&g_unmap.fired), 1); /* the CRC read the region */
+	assert_int_equal(atomic_load(&g_unmap.inside), 1);
+	assert_int_equal(g_unmap.dereg_ret, 0);
+	/* The payload's last byte is placed after the read in place (iwarp_rx.c): the region
+	 * is gone by then, so the stream ends with a Terminate. */
+	assert_int_equal(raw_next(&t.r, NULL, 0, T_WAIT_MS), 0);
+	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_TERMINATE);
+	raw_expect_end(&t.r);
+	assert_true(wait_closed(&t.e) < 0);
+	st_down(&t);
+	free(data);
+	free(fp);
+}
+
+static void t_unmap_under_crc(void **s)
+{
+	(void)s;
+	for (int round = 0; round < 3; round++) {
+		inplace_case(IP_WRITE);
+		inplace_case(IP_SEND);
+		inplace_case(IP_RRESP);
+	}
+}
+
 /* ------------------------------------------------------------------- EOF -- */
 
 /* FPDUs and the peer's FIN in one go: all processed, then an orderly close. */
@@ -490,6 +633,7 @@ int main(void)
 		cmocka_unit_test(t_split_large_payload),
 		cmocka_unit_test(t_held_send_staged_behind),
 		cmocka_unit_test(t_dereg_while_staged),
+		cmocka_unit_test(t_unmap_under_crc),
 		cmocka_unit_test(t_eof_after_staged),
 		cmocka_unit_test(t_eof_inside_staged),
 		cmocka_unit_test(t_helper_events_two_cqs),
