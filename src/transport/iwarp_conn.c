@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/sr_config.h"
+#include "common/sr_drain.h"
 #include "common/sr_log.h"
 #include "transport/iwarp.h"
 
@@ -242,17 +243,14 @@ void sr_iw_conn_close(struct sr_iw_conn *c, int err)
 }
 
 /*
- * Drop the input nobody will read (a bounded amount: a peer that keeps sending gets the reset
- * it asks for): with unread bytes, close() sends a reset, which also throws away what we
- * queued before it, a Terminate included. fd_lock held.
+ * Drop the input nobody will read (SR_DRAIN_MAX at most: a peer that keeps sending gets the
+ * reset it asks for): with unread bytes, close() sends a reset, which also throws away what
+ * we queued before it, a Terminate included. fd_lock held.
  */
 static void sr_iw_drop_input_locked(struct sr_iw_conn *c)
 {
-	uint8_t scratch[4096];
-
-	for (int i = 0; i < 256 && c->fd >= 0; i++)
-		if (recv(c->fd, scratch, sizeof(scratch), MSG_DONTWAIT) <= 0)
-			break;
+	if (c->fd >= 0)
+		sr_drain(c->fd);
 }
 
 /*
