@@ -11,54 +11,14 @@
 #include <poll.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 
 #include "xport_helpers.h"
 
 #define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 
-struct st {
-	struct ep e;
-	int peer, qfd;
-	struct raw r;
-};
-
-static void st_up(struct st *t)
-{
-	ep_create(&t->e, NULL, false);
-	tcp_pair(&t->qfd, &t->peer);
-	raw_init(&t->r, t->peer, true);
-	t->r.qfd = t->qfd;
-	ep_attach(&t->e, t->qfd, true, mpa_conn(true, 0, 4, 4));
-}
-
-static void st_down(struct st *t)
-{
-	ep_destroy(&t->e);
-	close(t->peer);
-}
-
-/*
- * Wait until the QP has taken every byte out of its socket: from then on all it has not
- * processed yet sits in its staging buffer.
- */
-static void wait_drained(struct st *t)
-{
-	uint64_t end = now_ms() + T_WAIT_MS;
-	int q = -1;
-
-	while (now_ms() < end) {
-		assert_int_equal(ioctl(t->qfd, FIONREAD, &q), 0);
-		if (q == 0)
-			return;
-		usleep(200);
-	}
-	fail_msg("the QP left %d bytes in its socket for %d ms", q, T_WAIT_MS);
-}
-
 /* Hold Sends without a receive for as long as it takes. */
-static void hold_forever(struct st *t)
+static void hold_forever(struct raw_qp *t)
 {
 	struct ibv_qp_attr a = { .rnr_retry = 7, .min_rnr_timer = 12 };
 
@@ -66,7 +26,7 @@ static void hold_forever(struct st *t)
 }
 
 /* The next FPDU from the QP is a Terminate with this cause (etype < 0: any), then the end. */
-static void expect_term(struct st *t, uint8_t layer, int etype, uint8_t ecode)
+static void expect_term(struct raw_qp *t, uint8_t layer, int etype, uint8_t ecode)
 {
 	struct sr_term_info got;
 
@@ -91,7 +51,7 @@ static void expect_term(struct st *t, uint8_t layer, int etype, uint8_t ecode)
 /* Hundreds of small Sends and Writes written at once: all placed, in order, every byte. */
 static void t_many_in_one_read(void **s)
 {
-	struct st t;
+	struct raw_qp t;
 	uint8_t *st = malloc(MANY * 128), *rbuf = calloc(MANY, 64), *mem = calloc(MANY, 64);
 	uint8_t msg[64];
 	struct ibv_mr *rmr, *mmr;
@@ -99,7 +59,7 @@ static void t_many_in_one_read(void **s)
 	size_t l = 0;
 
 	(void)s;
-	st_up(&t);
+	raw_qp_up(&t);
 	hold_forever(&t);
 	rmr = ibv_reg_mr(t.e.pd, rbuf, MANY * 64, IBV_ACCESS_LOCAL_WRITE);
 	mmr = ibv_reg_mr(t.e.pd, mem, MANY * 64, ACC_ALL);
@@ -135,7 +95,7 @@ static void t_many_in_one_read(void **s)
 	assert_int_equal(closed_calls(&t.e, NULL), 0);
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
 	assert_int_equal(ibv_dereg_mr(mmr), 0);
-	st_down(&t);
+	raw_qp_down(&t);
 	free(st);
 	free(rbuf);
 	free(mem);
@@ -164,14 +124,14 @@ static size_t split_stream(uint8_t *out, size_t big, const uint8_t *data, uint32
  * QP has read the first: everything must arrive whole. */
 static void split_case(size_t big, size_t cut, const uint8_t *data)
 {
-	struct st t;
+	struct raw_qp t;
 	uint8_t rbuf[128] = { 0 };
 	uint8_t *mem = calloc(1, big), *stream = malloc(big + 256);
 	struct ibv_mr *rmr, *mmr;
 	struct ibv_wc wc[2];
 	size_t len, w;
 
-	st_up(&t);
+	raw_qp_up(&t);
 	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 	mmr = ibv_reg_mr(t.e.pd, mem, big, ACC_ALL);
 	post_recv1(&t.e, 1, rbuf, 64, rmr->lkey);
@@ -179,7 +139,7 @@ static void split_case(size_t big, size_t cut, const uint8_t *data)
 	len = split_stream(stream, big, data, mmr->rkey, (uintptr_t)mem, &w);
 	assert_true(cut > 0 && cut < len);
 	xsend(t.peer, stream, cut);
-	wait_drained(&t);
+	raw_qp_drained(&t);
 	xsend(t.peer, stream + cut, len - cut);
 	wait_wc(t.e.rcq, wc, 2);
 	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
@@ -193,7 +153,7 @@ static void split_case(size_t big, size_t cut, const uint8_t *data)
 	assert_int_equal(closed_calls(&t.e, NULL), 0);
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
 	assert_int_equal(ibv_dereg_mr(mmr), 0);
-	st_down(&t);
+	raw_qp_down(&t);
 	free(mem);
 	free(stream);
 }
@@ -247,14 +207,14 @@ static void t_split_large_payload(void **s)
  */
 static void t_held_send_staged_behind(void **s)
 {
-	struct st t;
+	struct raw_qp t;
 	uint8_t st[512], rbuf[128] = { 0 }, mem[64] = { 0 }, msg[48];
 	struct ibv_mr *rmr, *mmr;
 	struct ibv_wc wc[2];
 	size_t l = 0;
 
 	(void)s;
-	st_up(&t);
+	raw_qp_up(&t);
 	hold_forever(&t);
 	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 	mmr = ibv_reg_mr(t.e.pd, mem, sizeof(mem), ACC_ALL);
@@ -264,7 +224,7 @@ static void t_held_send_staged_behind(void **s)
 	l += fpdu_tagged(st + l, true, SR_RDMAP_OP_WRITE, true, mmr->rkey, (uintptr_t)mem, msg,
 			 sizeof(msg));
 	xsend(t.peer, st, l);
-	wait_drained(&t);
+	raw_qp_drained(&t);
 	assert_int_equal(ibv_poll_cq(t.e.rcq, 1, wc), 0);
 	/* the QP has all of it and waits: nothing may be placed yet */
 	assert_int_equal(mem[0], 0);
@@ -292,7 +252,7 @@ static void t_held_send_staged_behind(void **s)
 	assert_int_equal(closed_calls(&t.e, NULL), 0);
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
 	assert_int_equal(ibv_dereg_mr(mmr), 0);
-	st_down(&t);
+	raw_qp_down(&t);
 }
 
 /*
@@ -302,7 +262,7 @@ static void t_held_send_staged_behind(void **s)
  */
 static void t_dereg_while_staged(void **s)
 {
-	struct st t;
+	struct raw_qp t;
 	uint8_t st[512], rbuf[64] = { 0 }, msg[48], ref[256];
 	uint8_t *mem = calloc(1, 256);
 	struct ibv_mr *rmr, *mmr;
@@ -310,7 +270,7 @@ static void t_dereg_while_staged(void **s)
 	size_t l = 0;
 
 	(void)s;
-	st_up(&t);
+	raw_qp_up(&t);
 	hold_forever(&t);
 	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 	mmr = ibv_reg_mr(t.e.pd, mem + 64, 64, ACC_ALL);
@@ -319,7 +279,7 @@ static void t_dereg_while_staged(void **s)
 	l += fpdu_tagged(st + l, true, SR_RDMAP_OP_WRITE, true, mmr->rkey, (uintptr_t)mem + 64,
 			 msg, sizeof(msg));
 	xsend(t.peer, st, l);
-	wait_drained(&t);
+	raw_qp_drained(&t);
 	assert_int_equal(ibv_dereg_mr(mmr), 0);
 	memset(mem, 0x5a, 256); /* the application reuses the memory */
 	memcpy(ref, mem, 256);
@@ -331,7 +291,7 @@ static void t_dereg_while_staged(void **s)
 	expect_term(&t, 1, 1, 0x00); /* DDP tagged buffer error, invalid STag */
 	assert_memory_equal(mem, ref, 256);
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
-	st_down(&t);
+	raw_qp_down(&t);
 	free(mem);
 }
 
@@ -408,12 +368,12 @@ static void inplace_case(enum inplace_kind k)
 	struct ibv_mr *mr;
 	size_t fl = 0, hl = SR_FPDU_HDR_TAGGED;
 	pthread_t th;
-	struct st t;
+	struct raw_qp t;
 
 	assert_true(mem != MAP_FAILED);
 	assert_non_null(data);
 	assert_non_null(fp);
-	st_up(&t);
+	raw_qp_up(&t);
 	fill(data, len, 40 + k);
 	mr = ibv_reg_mr(t.e.pd, mem, maplen, ACC_ALL);
 	assert_non_null(mr);
@@ -440,7 +400,7 @@ static void inplace_case(enum inplace_kind k)
 	/* The header alone first: once the QP has taken it, nothing is staged and the whole
 	 * payload is received in place. */
 	xsend(t.peer, fp, hl);
-	wait_drained(&t);
+	raw_qp_drained(&t);
 	memset(&g_unmap, 0, sizeof(g_unmap));
 	g_unmap.len = maplen;
 	g_unmap.mr = mr;
@@ -458,7 +418,7 @@ static void inplace_case(enum inplace_kind k)
 	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_TERMINATE);
 	raw_expect_end(&t.r);
 	assert_true(wait_closed(&t.e) < 0);
-	st_down(&t);
+	raw_qp_down(&t);
 	free(data);
 	free(fp);
 }
@@ -478,14 +438,14 @@ static void t_unmap_under_crc(void **s)
 /* FPDUs and the peer's FIN in one go: all processed, then an orderly close. */
 static void t_eof_after_staged(void **s)
 {
-	struct st t;
+	struct raw_qp t;
 	uint8_t st[512], rbuf[64] = { 0 }, mem[64] = { 0 }, msg[48];
 	struct ibv_mr *rmr, *mmr;
 	struct ibv_wc wc[2];
 	size_t l = 0;
 
 	(void)s;
-	st_up(&t);
+	raw_qp_up(&t);
 	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 	mmr = ibv_reg_mr(t.e.pd, mem, sizeof(mem), ACC_ALL);
 	fill(msg, sizeof(msg), 9);
@@ -507,21 +467,21 @@ static void t_eof_after_staged(void **s)
 	assert_false(wait_async(t.e.qp, IBV_EVENT_QP_FATAL, 50));
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
 	assert_int_equal(ibv_dereg_mr(mmr), 0);
-	st_down(&t);
+	raw_qp_down(&t);
 }
 
 /* A whole Send and half of the next, then the FIN: the first completes, the stream dies
  * with "TCP connection lost" (MPA layer) and the second receive is flushed. */
 static void t_eof_inside_staged(void **s)
 {
-	struct st t;
+	struct raw_qp t;
 	uint8_t st[512], rbuf[64] = { 0 }, msg[48];
 	struct ibv_mr *rmr;
 	struct ibv_wc wc[2];
 	size_t l = 0, l2;
 
 	(void)s;
-	st_up(&t);
+	raw_qp_up(&t);
 	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 	fill(msg, sizeof(msg), 10);
 	post_recv1(&t.e, 1, rbuf, 32, rmr->lkey);
@@ -537,7 +497,7 @@ static void t_eof_inside_staged(void **s)
 	assert_memory_equal(rbuf, msg, 16);
 	assert_int_not_equal(wc[1].status, IBV_WC_SUCCESS);
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
-	st_down(&t);
+	raw_qp_down(&t);
 }
 
 struct chan_waiter {
@@ -563,7 +523,7 @@ static void *chan_wait(void *arg)
  */
 static void t_helper_events_two_cqs(void **s)
 {
-	struct st t;
+	struct raw_qp t;
 	uint8_t rbuf[64], sink[32] = { 0 }, resp[32], msg[16], fp[256];
 	struct chan_waiter w = { .ret = -2 };
 	struct pollfd pfd;
@@ -576,7 +536,7 @@ static void t_helper_events_two_cqs(void **s)
 	size_t l;
 
 	(void)s;
-	st_up(&t);
+	raw_qp_up(&t);
 	hold_forever(&t);
 	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 	kmr = ibv_reg_mr(t.e.pd, sink, sizeof(sink), IBV_ACCESS_LOCAL_WRITE);
@@ -592,7 +552,7 @@ static void t_helper_events_two_cqs(void **s)
 	l += fpdu_tagged(fp + l, true, SR_RDMAP_OP_READ_RESP, true, kmr->lkey, (uintptr_t)sink,
 			 resp, sizeof(resp));
 	xsend(t.peer, fp, l);
-	wait_drained(&t);
+	raw_qp_drained(&t);
 	w.ch = t.e.ch;
 	assert_int_equal(pthread_create(&th, NULL, chan_wait, &w), 0);
 	end = now_ms() + T_WAIT_MS;
@@ -622,7 +582,7 @@ static void t_helper_events_two_cqs(void **s)
 	assert_memory_equal(sink, resp, sizeof(resp));
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
 	assert_int_equal(ibv_dereg_mr(kmr), 0);
-	st_down(&t);
+	raw_qp_down(&t);
 }
 
 int main(void)
