@@ -14,6 +14,7 @@
 
 #include "cm/cm_priv.h"
 #include "common/sr_config.h"
+#include "common/sr_drain.h"
 #include "common/sr_log.h"
 
 /* ---------------------------------------------------------- dispatch -- */
@@ -173,20 +174,14 @@ static void sr_cm_close_abort(int fd)
 	close(fd);
 }
 
-/* Read and drop what is there. Returns true once the stream is over (EOF or error). */
+/*
+ * Read and drop what is there, at most SR_DRAIN_MAX bytes: a peer that sends on and on gets
+ * the engine thread back for the rest only after the other connections (level-triggered).
+ * Returns true once the stream is over (EOF or error).
+ */
 static bool sr_cm_drain(int fd)
 {
-	uint8_t scratch[4096];
-
-	for (;;) {
-		ssize_t n = recv(fd, scratch, sizeof(scratch), MSG_DONTWAIT);
-
-		if (n > 0)
-			continue;
-		if (n < 0 && errno == EINTR)
-			continue;
-		return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
-	}
+	return sr_drain(fd) == SR_DRAIN_END;
 }
 
 /* Engine thread: the linger is over. */

@@ -4,7 +4,6 @@
  * the stream's end (either side's FIN, an error, or our disconnect timer), reporting one
  * DISCONNECTED. Bytes a peer with a real QP sends (its RTR) are read and dropped.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "cm/cm_priv.h"
+#include "common/sr_drain.h"
 #include "common/sr_log.h"
 
 /* -------------------------------------------- QP-less stream: its end -- */
@@ -30,23 +30,16 @@ static void sr_cm_stream_end(struct sr_cm_conn *c)
 void sr_cm_stream_io(struct sr_cm_conn *c, uint32_t events)
 {
 	bool end = events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP);
-	uint8_t scratch[4096];
 
 	pthread_mutex_lock(&sr_cm_lock);
 	if (c->dead) {
 		pthread_mutex_unlock(&sr_cm_lock);
 		return;
 	}
-	/* A peer with a real QP may send an RTR or data: nobody here wants it. */
-	for (int i = 0; i < 16 && !end; i++) {
-		ssize_t n = recv(c->sock.fd, scratch, sizeof(scratch), MSG_DONTWAIT);
-
-		if (n > 0)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-			break;
-		end = true;
-	}
+	/* A peer with a real QP may send an RTR or data: nobody here wants it (a bounded
+	 * amount per call: the rest when the engine comes back). */
+	if (!end)
+		end = sr_drain(c->sock.fd) == SR_DRAIN_END;
 	if (end) {
 		sr_cm_stream_end(c); /* unlocks */
 		return;

@@ -160,7 +160,8 @@ enum sr_iw_rx_state {
  * Who reads the socket (iwarp_poll.c). ENGINE: the engine thread, on EPOLLIN. POLLED: a
  * thread polling one of the QP's CQs, EPOLLIN off in the engine until the lease runs out
  * or a CQ is armed. HANDBACK: a poller met the end of the fast path (EOF, reset, a protocol
- * error) and left its result in rx_carried for the engine thread, which owns every close.
+ * error), or the application moved the QP to ERR (sr_iw_stop), and left the result in
+ * rx_carried for the engine thread, which owns every close; nobody reads any more.
  * ENDED: the receive side is over (closing, or a Terminate on its way out): nobody reads.
  */
 enum sr_iw_rx_owner {
@@ -365,7 +366,8 @@ struct sr_iw_conn {
 	 */
 	pthread_mutex_t rx_lock;
 	enum sr_iw_rx_owner rx_owner;
-	int rx_carried;               /* SR_IW_RXO_HANDBACK: what sr_iw_rx returned */
+	int rx_carried;               /* SR_IW_RXO_HANDBACK: what sr_iw_rx returned, or that
+				       * the QP went to ERR (iwarp_conn.c) */
 	_Atomic uint64_t poll_last_ns; /* last poll (CLOCK_MONOTONIC): renews the lease */
 	uint64_t poll_lease_us;       /* SOFTRDMA_POLL_LEASE_US; 0: no poll mode */
 	struct sr_engine_timer lease_t; /* takes rx_lock: never cancelled under it */

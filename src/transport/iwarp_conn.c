@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/sr_config.h"
+#include "common/sr_drain.h"
 #include "common/sr_fork.h"
 #include "common/sr_log.h"
 #include "transport/iwarp.h"
@@ -244,17 +245,14 @@ void sr_iw_conn_close(struct sr_iw_conn *c, int err)
 }
 
 /*
- * Drop the input nobody will read (a bounded amount: a peer that keeps sending gets the reset
- * it asks for): with unread bytes, close() sends a reset, which also throws away what we
- * queued before it, a Terminate included. fd_lock held.
+ * Drop the input nobody will read (SR_DRAIN_MAX at most: a peer that keeps sending gets the
+ * reset it asks for): with unread bytes, close() sends a reset, which also throws away what
+ * we queued before it, a Terminate included. fd_lock held.
  */
 static void sr_iw_drop_input_locked(struct sr_iw_conn *c)
 {
-	uint8_t scratch[4096];
-
-	for (int i = 0; i < 256 && c->fd >= 0; i++)
-		if (recv(c->fd, scratch, sizeof(scratch), MSG_DONTWAIT) <= 0)
-			break;
+	if (c->fd >= 0)
+		sr_drain(c->fd);
 }
 
 /*
@@ -293,13 +291,15 @@ static void sr_iw_close_expired(struct sr_engine_timer *t)
 }
 
 /*
- * The Terminate waited for room (the peer had stopped reading) and is now in the socket
- * buffer, likely not yet sent. A reset (which the peer's unread bytes would draw at close)
- * would throw it away with the rest of the queue: drop the input first, so the close sends a
- * FIN behind it. A Terminate that went out at once is closed on plainly, as before: the
- * reset then stops the peer from writing on into a dead stream.
+ * Close an aborted stream whose input nobody reads any more, dropping that input first (a
+ * bounded amount): unread bytes at close() would draw a reset, which throws away what is still
+ * queued. Two cases. The Terminate waited for room (the peer had stopped reading) and is now
+ * in the socket buffer, likely not yet sent: the close sends a FIN behind it. A Terminate that
+ * went out at once is closed on plainly, as before: the reset then stops the peer from
+ * writing on into a dead stream. And the application moved the QP to ERR: our FIN is out
+ * (sr_iw_fail_stream), and what the peer had sent is dropped unread, never placed.
  */
-static void sr_iw_close_after_terminate(struct sr_iw_conn *c)
+static void sr_iw_close_dropping_input(struct sr_iw_conn *c)
 {
 	pthread_mutex_lock(&sr_iw_fd_lock);
 	sr_iw_drop_input_locked(c);
@@ -355,7 +355,7 @@ static void sr_iw_terminating_ready(struct sr_iw_conn *c, uint32_t events)
 	if (events & (EPOLLHUP | EPOLLERR))
 		sr_iw_conn_close(c, -ECONNABORTED); /* nothing reaches that peer any more */
 	else if (!pending)
-		sr_iw_close_after_terminate(c);
+		sr_iw_close_dropping_input(c);
 }
 
 /*
@@ -421,12 +421,13 @@ static bool sr_iw_reset_answers_fin(struct sr_iw_conn *c)
 
 /*
  * The receive part of the socket callback, under rx_lock (a poller may own the input:
- * iwarp_poll.c). Returns sr_iw_rx's result (or a poller's, carried), SR_IW_RX_TERMINATING
- * or SR_IW_RX_HUP_HELD; a result that ends the stream leaves the receive side ENDED, so no
- * poller reads between here and the close.
+ * iwarp_poll.c). Returns sr_iw_rx's result (or a poller's, carried, or SR_IW_RX_CUT carried
+ * by sr_iw_stop), SR_IW_RX_TERMINATING or SR_IW_RX_HUP_HELD; a result that ends the stream
+ * leaves the receive side ENDED, so no poller reads between here and the close.
  */
 #define SR_IW_RX_HUP_HELD 10
 #define SR_IW_RX_TERMINATING 11
+#define SR_IW_RX_CUT 12 /* the application moved the QP to ERR: close, read nothing more */
 static int sr_iw_ready_rx_locked(struct sr_iw_conn *c, uint32_t events)
 {
 	int r = 0;
@@ -481,6 +482,10 @@ static void sr_iw_ready(struct sr_engine_handler *h, uint32_t events)
 		sr_iw_conn_close(c, -ECONNRESET);
 		return;
 	}
+	if (r == SR_IW_RX_CUT) {
+		sr_iw_close_dropping_input(c);
+		return;
+	}
 	if (r) {
 		if (r == SR_IW_RX_EOF) {
 			sr_iw_conn_close(c, sr_iw_answer_fin(c) ? 0 : -ECONNABORTED);
@@ -518,13 +523,41 @@ static void sr_iw_sq_kick(struct sr_qp *qp)
 		sr_iw_tx_progress(c);
 }
 
-/* The application moved the QP to ERR: end the stream now. Safe under tx_lock. */
+/* A completion in error moved the QP to ERR: end the stream now. Safe under tx_lock and
+ * rx_lock (sr_sq_complete calls it from both sides). */
 static void sr_iw_abort(struct sr_qp *qp)
 {
 	struct sr_iw_conn *c = qp->xport;
 
 	if (c)
 		sr_iw_fail_stream(c);
+}
+
+/*
+ * The application moved the QP to ERR and is about to flush its receives and Reads: once we
+ * return, not a byte more is placed for the QP (docs/ARCHITECTURE.md, "Progress in the
+ * application's thread"). A shutdown alone would not do: the socket still holds what the
+ * peer sent (megabytes), and a receive pass would go on reading and placing it into buffers
+ * whose flush the application has seen. So the input is taken from whoever owns it first,
+ * under rx_lock, which also waits for a pass in progress (the engine thread's or a poller's,
+ * each bounded by its budget): it is handed back to the engine thread with SR_IW_RX_CUT,
+ * which no pass reads past, and the engine closes without another read. Then the stream is
+ * cut as by an abort. Never called under the transport's locks (xops->stop).
+ */
+static void sr_iw_stop(struct sr_qp *qp)
+{
+	struct sr_iw_conn *c = qp->xport;
+
+	if (!c || sr_iw_inherited(c))
+		return;
+	pthread_mutex_lock(&c->rx_lock);
+	if (c->rx_owner == SR_IW_RXO_ENGINE || c->rx_owner == SR_IW_RXO_POLLED) {
+		c->rx_carried = SR_IW_RX_CUT;
+		sr_iw_rx_owner_set_locked(c, SR_IW_RXO_HANDBACK);
+		sr_engine_timer_arm_us(&c->lease_t, 0); /* the engine takes it now */
+	}
+	pthread_mutex_unlock(&c->rx_lock);
+	sr_iw_fail_stream(c);
 }
 
 void sr_iw_fail_stream(struct sr_iw_conn *c)
@@ -584,6 +617,7 @@ static void sr_iw_detach(struct sr_qp *qp)
 static const struct sr_xport_ops sr_iw_xops = {
 	.sq_kick = sr_iw_sq_kick,
 	.abort = sr_iw_abort,
+	.stop = sr_iw_stop,
 	.detach = sr_iw_detach,
 	.rq_kick = sr_iw_rx_kick,
 	.poll = sr_iw_poll,

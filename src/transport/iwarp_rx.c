@@ -684,7 +684,14 @@ int sr_iw_rx(struct sr_iw_conn *c)
 			if (n > (ssize_t)ask - whole)
 				n = (ssize_t)ask - whole;
 		}
+		/*
+		 * The CRC runs over the bytes as read: in staging, or where they were placed.
+		 * Placed in the region, they are read still inside its bracket: once we leave,
+		 * ibv_dereg_mr may return and the application unmap the buffer (docs/SECURITY.md).
+		 */
 		err = errno;
+		if (n > 0)
+			r = sr_fpdu_rx_advance(&c->rx, (size_t)n, from);
 		if (dst)
 			sr_dma_write_end();
 		if (mr)
@@ -696,8 +703,6 @@ int sr_iw_rx(struct sr_iw_conn *c)
 				continue;
 			return sr_iw_rx_out(c, r);
 		}
-		/* The CRC runs over the bytes as read: in staging, or where they were placed. */
-		r = sr_fpdu_rx_advance(&c->rx, (size_t)n, from);
 		if (r == SR_FPDU_RX_HDR_DONE)
 			r = sr_iw_on_hdr(c);
 		else if (r == SR_FPDU_RX_SEG_DONE)

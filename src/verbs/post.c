@@ -170,7 +170,7 @@ int sr_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 	if (err)
 		*bad = wr;
 	if (xops && abort)
-		xops->abort(qp);
+		xops->stop(qp); /* the failed WR moved the QP to ERR: its WRs are flushed */
 	else if (xops && kick)
 		xops->sq_kick(qp);
 	return err;

@@ -122,11 +122,11 @@ SR_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int a
 		bool entered = cur != IBV_QPS_ERR;
 
 		/* The QP is already in ERR for everyone else (posts flush, the transport gets no
-		 * more WQEs). Stop the stream before flushing, so nothing still reads a buffer
-		 * whose WR is reported flushed. */
+		 * more WQEs). Stop the stream before flushing, so nothing still reads or writes a
+		 * buffer whose WR is reported flushed. */
 		pthread_mutex_unlock(&qp->lock);
 		if (xops && entered)
-			xops->abort(qp);
+			xops->stop(qp);
 		pthread_mutex_lock(&qp->lock);
 		sr_qp_flush_locked(qp);
 		/* IB spec 11.6.3: a QP on an SRQ reports its last WQE when it enters Error. */

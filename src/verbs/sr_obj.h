@@ -215,8 +215,16 @@ struct sr_qp;
 struct sr_xport_ops {
 	/* New WQEs were posted to the SQ of a QP in RTS. No verbs lock held. */
 	void (*sq_kick)(struct sr_qp *qp);
-	/* The application moved the QP to ERR (or SQE->ERR etc.): stop the stream now. */
+	/* A completion in error moved the QP to ERR: stop the stream now. Any thread, also
+	 * from inside the transport (under its own locks). */
 	void (*abort)(struct sr_qp *qp);
+	/*
+	 * The application moved the QP to ERR (ibv_modify_qp, or a post whose WR failed at the
+	 * head of the queue): stop the stream, and return only once no byte will be placed for
+	 * the QP any more, so the flush that follows reports buffers nothing touches again.
+	 * Waits for a receive pass in progress. No verbs lock held; never from the transport.
+	 */
+	void (*stop)(struct sr_qp *qp);
 	/* The QP is being destroyed: after return the transport never touches qp again. */
 	void (*detach)(struct sr_qp *qp);
 	/* A receive was posted to the QP's own RQ after sr_rq_take() had found none (the
@@ -337,9 +345,9 @@ void sr_qp_attach_xport(struct sr_qp *qp, const struct sr_xport_ops *ops, void *
  *    SEND/WRITE sources, IBV_ACCESS_LOCAL_WRITE for READ sinks). A WQE that fails is queued
  *    already completed with IBV_WC_LOC_PROT_ERR: sr_sq_next() never hands it out (it returns
  *    NULL while it is next), and when it reaches the head of the SQ its error completion is
- *    generated, the QP goes to ERR, the rest is flushed and xops->abort is called. That call
- *    happens on the thread that got it to the head: the posting thread, or a thread inside
- *    sr_sq_complete() (after every verbs lock has been dropped).
+ *    generated, the QP goes to ERR, the rest is flushed and the stream ends, on the thread
+ *    that got it to the head (after every verbs lock has been dropped): the posting thread
+ *    calls xops->stop, a thread inside sr_sq_complete() xops->abort.
  *    Zero-length SGEs are not checked: they move no data, the transport must skip them.
  *  - sr_sq_complete() on a WQE that is no longer outstanding (already flushed because the QP
  *    went to ERR or RESET) is ignored.
@@ -466,7 +474,8 @@ void sr_qp_drop_taken_locked(struct sr_qp *qp, bool complete);
 void sr_qp_discard_locked(struct sr_qp *qp);
 /*
  * qp->lock held: complete the in-order prefix of finished send WQEs. Returns true if that
- * completed an error and so moved the QP to ERR (the caller then calls xops->abort unlocked).
+ * completed an error and so moved the QP to ERR (the caller then calls xops->stop or, inside
+ * the transport, xops->abort, unlocked).
  */
 bool sr_sq_reap_locked(struct sr_qp *qp);
 /* qp->lock held: post IBV_EVENT_SQ_DRAINED if SQD asked for it and nothing is in flight. */

@@ -8,12 +8,18 @@
  *    at SOFTRDMA_ACCEPT_TIMEOUT_MS (the test sets it to 10 s); no local event;
  *    accept/reject: ECONNRESET;
  *  - rnr_retry: the counts given to rdma_connect and rdma_accept are the QPs' rnr_retry, and
- *    a Send posted before the peer's receive then completes instead of breaking the stream.
+ *    a Send posted before the peer's receive then completes instead of breaking the stream;
+ *  - drain_bound: a peer whose handshake the CM dropped sends on and on; the CM engine reads
+ *    and drops a bounded amount per wake-up (sr_cm_drain), so a real client connecting
+ *    meanwhile still gets its CONNECT_REQUEST through while the flood runs.
  * Usage: cm_bounds <test> [address]; exit 0 = pass, 77 = skip.
  */
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -233,10 +239,130 @@ static int t_rnr_retry(void)
 	return 0;
 }
 
+/*
+ * recv() as the libraries call it: this program's definition comes first. While flood_port is
+ * set, the CM's end of the flooding connection never runs dry: when the kernel has nothing at
+ * that moment, 4 KiB more "arrive". The peer is then faster than any reader every time, not
+ * only while its thread has a CPU (a reader that empties the socket once would get away).
+ */
+static atomic_int flood_port; /* the flooding socket's own port (network order); 0: off */
+
+static bool from_flood(int fd, int port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	/* the port sits at the same offset in both families */
+	return getpeername(fd, (struct sockaddr *)&ss, &len) == 0 &&
+	       ((struct sockaddr_in *)&ss)->sin_port == port;
+}
+
+__attribute__((visibility("default"))) ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	ssize_t n = syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL);
+	int port = atomic_load(&flood_port), err = errno;
+
+	if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK) && port && len && from_flood(fd, port)) {
+		n = (ssize_t)(len < 4096 ? len : 4096);
+		memset(buf, 'x', (size_t)n);
+		return n;
+	}
+	errno = err;
+	return n;
+}
+
+/* A peer that sends as fast as it can until told to stop or the socket fails. */
+struct flood {
+	int fd;
+	atomic_bool stop;
+	atomic_long sent;
+	atomic_int err; /* errno that ended it (0: still sending, or stopped) */
+};
+
+static void *flood_main(void *arg)
+{
+	static uint8_t junk[256 * 1024];
+	struct flood *f = arg;
+
+	memset(junk, 'x', sizeof(junk));
+	while (!atomic_load(&f->stop)) {
+		ssize_t n = send(f->fd, junk, sizeof(junk), MSG_NOSIGNAL);
+
+		if (n > 0) {
+			atomic_fetch_add(&f->sent, n);
+		} else if (n < 0 && errno != EINTR) {
+			atomic_store(&f->err, errno);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static int t_drain_bound(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	/* far more than the socket buffers of both ends hold: the CM has been draining */
+	const long draining = 64L << 20;
+	struct flood f = { .fd = -1 };
+	struct rdma_cm_id *l, *c, *s;
+	struct sockaddr_storage me;
+	socklen_t melen = sizeof(me);
+	struct rdma_cm_event *ev;
+	long sent_at_event;
+	int port, ended;
+	pthread_t th;
+
+	if (listener(ch, &l, &port))
+		return 1;
+	f.fd = raw_connect(port);
+	CT_CHECK(f.fd >= 0);
+	CT_CHECK(getsockname(f.fd, (struct sockaddr *)&me, &melen) == 0);
+	atomic_store(&flood_port, ((struct sockaddr_in *)&me)->sin_port);
+	/* not an MPA Request: the CM drops the handshake, then drains whatever follows */
+	CT_CHECK(send(f.fd, "GET / HTTP/1.0\r\n\r\n\r\n", 20, 0) == 20);
+	CT_CHECK(pthread_create(&th, NULL, flood_main, &f) == 0);
+	signal(SIGALRM, on_alarm);
+	alarm(SAFETY_S); /* without a bound the engine never comes back: nothing else ends */
+	while (atomic_load(&f.sent) < draining && !atomic_load(&f.err))
+		usleep(1000);
+	CT_CHECK(!atomic_load(&f.err));
+	/* the engine must still serve another connection while the flood goes on */
+	if (resolve(ch, port, &c))
+		return 1;
+	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ .initiator_depth = 1,
+							     .responder_resources = 1 }) == 0);
+	ev = ct_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, SAFETY_S * 1000);
+	sent_at_event = atomic_load(&f.sent);
+	ended = atomic_load(&f.err);
+	alarm(0);
+	CT_CHECK(ev);
+	s = ev->id;
+	rdma_ack_cm_event(ev);
+	fprintf(stderr, "  CONNECT_REQUEST after %ld MiB of flood%s\n", sent_at_event >> 20,
+		ended ? " (the flood had ended)" : "");
+	/* The dropped handshake lingers SR_CM_DISCONNECT_TIMEOUT_MS (3 s), then is closed,
+	 * which ends the flood: the request came while it still ran. */
+	CT_CHECK(!ended);
+	atomic_store(&f.stop, true);
+	pthread_join(th, NULL);
+	atomic_store(&flood_port, 0);
+	close(f.fd);
+	CT_CHECK(rdma_reject(s, NULL, 0) == 0);
+	ev = ct_expect(ch, RDMA_CM_EVENT_REJECTED, 5000);
+	CT_CHECK(ev);
+	rdma_ack_cm_event(ev);
+	CT_CHECK(rdma_destroy_id(s) == 0);
+	CT_CHECK(rdma_destroy_id(c) == 0);
+	CT_CHECK(rdma_destroy_id(l) == 0);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
 static const struct ct_test tests[] = {
 	{ "disconnect_bound", t_disconnect_bound },
 	{ "held_request", t_held_request },
 	{ "rnr_retry", t_rnr_retry },
+	{ "drain_bound", t_drain_bound },
 };
 
 int main(int argc, char **argv)

@@ -3,57 +3,22 @@
  * The receive side's staging buffer (iwarp_rx.c), against a raw peer: many FPDUs taken from
  * one read, a stream cut at every byte across two reads (header, payload, trailer; staged and
  * direct payload), a held Send with more FPDUs staged behind it that go on after the post
- * without new socket input, a target deregistered while its FPDU sits in staging, and EOF
- * right behind staged FPDUs (between them: orderly; inside one: Terminate).
+ * without new socket input, a target deregistered while its FPDU sits in staging, a target
+ * deregistered and unmapped while its payload is received in place (the CRC reads it inside
+ * the bracket), and EOF right behind staged FPDUs (between them: orderly; inside one:
+ * Terminate).
  */
 #include <poll.h>
-#include <sys/ioctl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 
 #include "xport_helpers.h"
 
 #define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 
-struct st {
-	struct ep e;
-	int peer, qfd;
-	struct raw r;
-};
-
-static void st_up(struct st *t)
-{
-	ep_create(&t->e, NULL, false);
-	tcp_pair(&t->qfd, &t->peer);
-	raw_init(&t->r, t->peer, true);
-	t->r.qfd = t->qfd;
-	ep_attach(&t->e, t->qfd, true, mpa_conn(true, 0, 4, 4));
-}
-
-static void st_down(struct st *t)
-{
-	ep_destroy(&t->e);
-	close(t->peer);
-}
-
-/*
- * Wait until the QP has taken every byte out of its socket: from then on all it has not
- * processed yet sits in its staging buffer.
- */
-static void wait_drained(struct st *t)
-{
-	uint64_t end = now_ms() + T_WAIT_MS;
-	int q = -1;
-
-	while (now_ms() < end) {
-		assert_int_equal(ioctl(t->qfd, FIONREAD, &q), 0);
-		if (q == 0)
-			return;
-		usleep(200);
-	}
-	fail_msg("the QP left %d bytes in its socket for %d ms", q, T_WAIT_MS);
-}
-
 /* Hold Sends without a receive for as long as it takes. */
-static void hold_forever(struct st *t)
+static void hold_forever(struct raw_qp *t)
 {
 	struct ibv_qp_attr a = { .rnr_retry = 7, .min_rnr_timer = 12 };
 
@@ -61,7 +26,7 @@ static void hold_forever(struct st *t)
 }
 
 /* The next FPDU from the QP is a Terminate with this cause (etype < 0: any), then the end. */
-static void expect_term(struct st *t, uint8_t layer, int etype, uint8_t ecode)
+static void expect_term(struct raw_qp *t, uint8_t layer, int etype, uint8_t ecode)
 {
 	struct sr_term_info got;
 
@@ -86,7 +51,7 @@ static void expect_term(struct st *t, uint8_t layer, int etype, uint8_t ecode)
 /* Hundreds of small Sends and Writes written at once: all placed, in order, every byte. */
 static void t_many_in_one_read(void **s)
 {
-	struct st t;
+	struct raw_qp t;
 	uint8_t *st = malloc(MANY * 128), *rbuf = calloc(MANY, 64), *mem = calloc(MANY, 64);
 	uint8_t msg[64];
 	struct ibv_mr *rmr, *mmr;
@@ -94,7 +59,7 @@ static void t_many_in_one_read(void **s)
 	size_t l = 0;
 
 	(void)s;
-	st_up(&t);
+	raw_qp_up(&t);
 	hold_forever(&t);
 	rmr = ibv_reg_mr(t.e.pd, rbuf, MANY * 64, IBV_ACCESS_LOCAL_WRITE);
 	mmr = ibv_reg_mr(t.e.pd, mem, MANY * 64, ACC_ALL);
@@ -130,7 +95,7 @@ static void t_many_in_one_read(void **s)
 	assert_int_equal(closed_calls(&t.e, NULL), 0);
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
 	assert_int_equal(ibv_dereg_mr(mmr), 0);
-	st_down(&t);
+	raw_qp_down(&t);
 	free(st);
 	free(rbuf);
 	free(mem);
@@ -159,14 +124,14 @@ static size_t split_stream(uint8_t *out, size_t big, const uint8_t *data, uint32
  * QP has read the first: everything must arrive whole. */
 static void split_case(size_t big, size_t cut, const uint8_t *data)
 {
-	struct st t;
+	struct raw_qp t;
 	uint8_t rbuf[128] = { 0 };
 	uint8_t *mem = calloc(1, big), *stream = malloc(big + 256);
 	struct ibv_mr *rmr, *mmr;
 	struct ibv_wc wc[2];
 	size_t len, w;
 
-	st_up(&t);
+	raw_qp_up(&t);
 	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 	mmr = ibv_reg_mr(t.e.pd, mem, big, ACC_ALL);
 	post_recv1(&t.e, 1, rbuf, 64, rmr->lkey);
@@ -174,7 +139,7 @@ static void split_case(size_t big, size_t cut, const uint8_t *data)
 	len = split_stream(stream, big, data, mmr->rkey, (uintptr_t)mem, &w);
 	assert_true(cut > 0 && cut < len);
 	xsend(t.peer, stream, cut);
-	wait_drained(&t);
+	raw_qp_drained(&t);
 	xsend(t.peer, stream + cut, len - cut);
 	wait_wc(t.e.rcq, wc, 2);
 	assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
@@ -188,7 +153,7 @@ static void split_case(size_t big, size_t cut, const uint8_t *data)
 	assert_int_equal(closed_calls(&t.e, NULL), 0);
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
 	assert_int_equal(ibv_dereg_mr(mmr), 0);
-	st_down(&t);
+	raw_qp_down(&t);
 	free(mem);
 	free(stream);
 }
@@ -242,14 +207,14 @@ static void t_split_large_payload(void **s)
  */
 static void t_held_send_staged_behind(void **s)
 {
-	struct st t;
+	struct raw_qp t;
 	uint8_t st[512], rbuf[128] = { 0 }, mem[64] = { 0 }, msg[48];
 	struct ibv_mr *rmr, *mmr;
 	struct ibv_wc wc[2];
 	size_t l = 0;
 
 	(void)s;
-	st_up(&t);
+	raw_qp_up(&t);
 	hold_forever(&t);
 	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 	mmr = ibv_reg_mr(t.e.pd, mem, sizeof(mem), ACC_ALL);
@@ -259,7 +224,7 @@ static void t_held_send_staged_behind(void **s)
 	l += fpdu_tagged(st + l, true, SR_RDMAP_OP_WRITE, true, mmr->rkey, (uintptr_t)mem, msg,
 			 sizeof(msg));
 	xsend(t.peer, st, l);
-	wait_drained(&t);
+	raw_qp_drained(&t);
 	assert_int_equal(ibv_poll_cq(t.e.rcq, 1, wc), 0);
 	/* the QP has all of it and waits: nothing may be placed yet */
 	assert_int_equal(mem[0], 0);
@@ -287,7 +252,7 @@ static void t_held_send_staged_behind(void **s)
 	assert_int_equal(closed_calls(&t.e, NULL), 0);
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
 	assert_int_equal(ibv_dereg_mr(mmr), 0);
-	st_down(&t);
+	raw_qp_down(&t);
 }
 
 /*
@@ -297,7 +262,7 @@ static void t_held_send_staged_behind(void **s)
  */
 static void t_dereg_while_staged(void **s)
 {
-	struct st t;
+	struct raw_qp t;
 	uint8_t st[512], rbuf[64] = { 0 }, msg[48], ref[256];
 	uint8_t *mem = calloc(1, 256);
 	struct ibv_mr *rmr, *mmr;
@@ -305,7 +270,7 @@ static void t_dereg_while_staged(void **s)
 	size_t l = 0;
 
 	(void)s;
-	st_up(&t);
+	raw_qp_up(&t);
 	hold_forever(&t);
 	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 	mmr = ibv_reg_mr(t.e.pd, mem + 64, 64, ACC_ALL);
@@ -314,7 +279,7 @@ static void t_dereg_while_staged(void **s)
 	l += fpdu_tagged(st + l, true, SR_RDMAP_OP_WRITE, true, mmr->rkey, (uintptr_t)mem + 64,
 			 msg, sizeof(msg));
 	xsend(t.peer, st, l);
-	wait_drained(&t);
+	raw_qp_drained(&t);
 	assert_int_equal(ibv_dereg_mr(mmr), 0);
 	memset(mem, 0x5a, 256); /* the application reuses the memory */
 	memcpy(ref, mem, 256);
@@ -326,8 +291,146 @@ static void t_dereg_while_staged(void **s)
 	expect_term(&t, 1, 1, 0x00); /* DDP tagged buffer error, invalid STag */
 	assert_memory_equal(mem, ref, 256);
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
-	st_down(&t);
+	raw_qp_down(&t);
 	free(mem);
+}
+
+/* ------------------------------------------------ unmapped under the CRC -- */
+
+/*
+ * The rest of a large payload is received straight into its region, and the CRC then reads
+ * it there. Every touch of a region, that CRC included, runs between sr_mr_enter and
+ * sr_mr_leave (docs/SECURITY.md): ibv_dereg_mr returns once no touch is in progress, and the
+ * application may unmap the buffer right away. The CRC is wrapped here (the test links with
+ * --wrap=sr_crc32c): when it is about to read the armed buffer, another thread deregisters
+ * the region and unmaps it, and the CRC goes on once that thread is done, or once the
+ * deregistration is seen waiting for the bracket the CRC runs in. A CRC outside the bracket
+ * thus reads unmapped memory, every time: SIGSEGV.
+ */
+uint32_t __real_sr_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t __wrap_sr_crc32c(uint32_t crc, const void *buf, size_t len);
+
+static struct {
+	_Atomic(uint8_t *) base; /* the armed buffer (NULL: the wrapper only passes through) */
+	size_t len;
+	struct ibv_mr *mr;       /* its registration */
+	atomic_int go;           /* the CRC reached it: deregister and unmap now */
+	atomic_int done;         /* ... done (dereg_ret holds what ibv_dereg_mr returned) */
+	atomic_int fired;
+	atomic_int inside;       /* the region was entered when the CRC began */
+	int dereg_ret;
+} g_unmap;
+
+uint32_t __wrap_sr_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	uint8_t *b = atomic_load(&g_unmap.base);
+	const uint8_t *p = buf;
+
+	if (b && p >= b && p < b + g_unmap.len && !atomic_exchange(&g_unmap.fired, 1)) {
+		/* The transport holds a reference on the region: the struct outlives dereg. */
+		struct sr_mr *mr = sr_container_of(g_unmap.mr, struct sr_mr, ibmr);
+		uint64_t end = now_ms() + T_WAIT_MS;
+
+		atomic_store(&g_unmap.inside, atomic_load(&mr->busy) > 0);
+		atomic_store(&g_unmap.go, 1);
+		while (!atomic_load(&g_unmap.done) &&
+		       !(atomic_load(&mr->state) != SR_MR_LIVE && atomic_load(&mr->busy) > 0) &&
+		       now_ms() < end)
+			sched_yield();
+	}
+	return __real_sr_crc32c(crc, buf, len);
+}
+
+/* The application: deregister, then unmap at once, as soon as the CRC reaches the buffer. */
+static void *unmapper(void *arg)
+{
+	uint64_t end = now_ms() + T_WAIT_MS;
+
+	(void)arg;
+	while (!atomic_load(&g_unmap.go) && now_ms() < end)
+		usleep(100);
+	if (atomic_load(&g_unmap.go)) {
+		g_unmap.dereg_ret = ibv_dereg_mr(g_unmap.mr);
+		munmap(atomic_load(&g_unmap.base), g_unmap.len);
+	}
+	atomic_store(&g_unmap.done, 1);
+	return NULL;
+}
+
+enum inplace_kind { IP_WRITE, IP_SEND, IP_RRESP };
+
+static void inplace_case(enum inplace_kind k)
+{
+	const size_t maplen = 65536, len = 60000; /* one FPDU; its rest goes in place */
+	uint8_t *mem = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			    -1, 0);
+	uint8_t *data = malloc(len), *fp = malloc(len + 64);
+	struct ibv_mr *mr;
+	size_t fl = 0, hl = SR_FPDU_HDR_TAGGED;
+	pthread_t th;
+	struct raw_qp t;
+
+	assert_true(mem != MAP_FAILED);
+	assert_non_null(data);
+	assert_non_null(fp);
+	raw_qp_up(&t);
+	fill(data, len, 40 + k);
+	mr = ibv_reg_mr(t.e.pd, mem, maplen, ACC_ALL);
+	assert_non_null(mr);
+	switch (k) {
+	case IP_WRITE:
+		fl = fpdu_tagged(fp, true, SR_RDMAP_OP_WRITE, true, mr->rkey, (uintptr_t)mem, data,
+				 len);
+		break;
+	case IP_SEND:
+		post_recv1(&t.e, 1, mem, (uint32_t)maplen, mr->lkey);
+		fl = fpdu_untagged(fp, true, SR_RDMAP_OP_SEND, true, 1, 0, 0, data, len);
+		hl = SR_FPDU_HDR_UNTAGGED;
+		break;
+	case IP_RRESP:
+		post_send1(&t.e, 2, IBV_WR_RDMA_READ, 0, mem, (uint32_t)len, mr->lkey, 0x10000,
+			   0x1234);
+		assert_int_equal(raw_next(&t.r, NULL, 0, T_WAIT_MS), 0);
+		assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_READ_REQ);
+		assert_int_equal(t.r.seg.rreq.size, len);
+		fl = fpdu_tagged(fp, true, SR_RDMAP_OP_READ_RESP, true, t.r.seg.rreq.sink_stag,
+				 t.r.seg.rreq.sink_to, data, len);
+		break;
+	}
+	/* The header alone first: once the QP has taken it, nothing is staged and the whole
+	 * payload is received in place. */
+	xsend(t.peer, fp, hl);
+	raw_qp_drained(&t);
+	memset(&g_unmap, 0, sizeof(g_unmap));
+	g_unmap.len = maplen;
+	g_unmap.mr = mr;
+	atomic_store(&g_unmap.base, mem);
+	assert_int_equal(pthread_create(&th, NULL, unmapper, NULL), 0);
+	xsend(t.peer, fp + hl, fl - hl);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	atomic_store(&g_unmap.base, NULL);
+	assert_int_equal(atomic_load(&g_unmap.fired), 1); /* the CRC read the region */
+	assert_int_equal(atomic_load(&g_unmap.inside), 1);
+	assert_int_equal(g_unmap.dereg_ret, 0);
+	/* The payload's last byte is placed after the read in place (iwarp_rx.c): the region
+	 * is gone by then, so the stream ends with a Terminate. */
+	assert_int_equal(raw_next(&t.r, NULL, 0, T_WAIT_MS), 0);
+	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_TERMINATE);
+	raw_expect_end(&t.r);
+	assert_true(wait_closed(&t.e) < 0);
+	raw_qp_down(&t);
+	free(data);
+	free(fp);
+}
+
+static void t_unmap_under_crc(void **s)
+{
+	(void)s;
+	for (int round = 0; round < 3; round++) {
+		inplace_case(IP_WRITE);
+		inplace_case(IP_SEND);
+		inplace_case(IP_RRESP);
+	}
 }
 
 /* ------------------------------------------------------------------- EOF -- */
@@ -335,14 +438,14 @@ static void t_dereg_while_staged(void **s)
 /* FPDUs and the peer's FIN in one go: all processed, then an orderly close. */
 static void t_eof_after_staged(void **s)
 {
-	struct st t;
+	struct raw_qp t;
 	uint8_t st[512], rbuf[64] = { 0 }, mem[64] = { 0 }, msg[48];
 	struct ibv_mr *rmr, *mmr;
 	struct ibv_wc wc[2];
 	size_t l = 0;
 
 	(void)s;
-	st_up(&t);
+	raw_qp_up(&t);
 	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 	mmr = ibv_reg_mr(t.e.pd, mem, sizeof(mem), ACC_ALL);
 	fill(msg, sizeof(msg), 9);
@@ -364,21 +467,21 @@ static void t_eof_after_staged(void **s)
 	assert_false(wait_async(t.e.qp, IBV_EVENT_QP_FATAL, 50));
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
 	assert_int_equal(ibv_dereg_mr(mmr), 0);
-	st_down(&t);
+	raw_qp_down(&t);
 }
 
 /* A whole Send and half of the next, then the FIN: the first completes, the stream dies
  * with "TCP connection lost" (MPA layer) and the second receive is flushed. */
 static void t_eof_inside_staged(void **s)
 {
-	struct st t;
+	struct raw_qp t;
 	uint8_t st[512], rbuf[64] = { 0 }, msg[48];
 	struct ibv_mr *rmr;
 	struct ibv_wc wc[2];
 	size_t l = 0, l2;
 
 	(void)s;
-	st_up(&t);
+	raw_qp_up(&t);
 	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 	fill(msg, sizeof(msg), 10);
 	post_recv1(&t.e, 1, rbuf, 32, rmr->lkey);
@@ -394,7 +497,7 @@ static void t_eof_inside_staged(void **s)
 	assert_memory_equal(rbuf, msg, 16);
 	assert_int_not_equal(wc[1].status, IBV_WC_SUCCESS);
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
-	st_down(&t);
+	raw_qp_down(&t);
 }
 
 struct chan_waiter {
@@ -420,7 +523,7 @@ static void *chan_wait(void *arg)
  */
 static void t_helper_events_two_cqs(void **s)
 {
-	struct st t;
+	struct raw_qp t;
 	uint8_t rbuf[64], sink[32] = { 0 }, resp[32], msg[16], fp[256];
 	struct chan_waiter w = { .ret = -2 };
 	struct pollfd pfd;
@@ -433,7 +536,7 @@ static void t_helper_events_two_cqs(void **s)
 	size_t l;
 
 	(void)s;
-	st_up(&t);
+	raw_qp_up(&t);
 	hold_forever(&t);
 	rmr = ibv_reg_mr(t.e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
 	kmr = ibv_reg_mr(t.e.pd, sink, sizeof(sink), IBV_ACCESS_LOCAL_WRITE);
@@ -449,7 +552,7 @@ static void t_helper_events_two_cqs(void **s)
 	l += fpdu_tagged(fp + l, true, SR_RDMAP_OP_READ_RESP, true, kmr->lkey, (uintptr_t)sink,
 			 resp, sizeof(resp));
 	xsend(t.peer, fp, l);
-	wait_drained(&t);
+	raw_qp_drained(&t);
 	w.ch = t.e.ch;
 	assert_int_equal(pthread_create(&th, NULL, chan_wait, &w), 0);
 	end = now_ms() + T_WAIT_MS;
@@ -479,7 +582,7 @@ static void t_helper_events_two_cqs(void **s)
 	assert_memory_equal(sink, resp, sizeof(resp));
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
 	assert_int_equal(ibv_dereg_mr(kmr), 0);
-	st_down(&t);
+	raw_qp_down(&t);
 }
 
 int main(void)
@@ -490,6 +593,7 @@ int main(void)
 		cmocka_unit_test(t_split_large_payload),
 		cmocka_unit_test(t_held_send_staged_behind),
 		cmocka_unit_test(t_dereg_while_staged),
+		cmocka_unit_test(t_unmap_under_crc),
 		cmocka_unit_test(t_eof_after_staged),
 		cmocka_unit_test(t_eof_inside_staged),
 		cmocka_unit_test(t_helper_events_two_cqs),

@@ -21,6 +21,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -532,6 +533,46 @@ static inline void raw_expect_end(struct raw *r)
 	int ret = raw_next(r, NULL, 0, T_WAIT_MS);
 
 	assert_true(ret == 1 || ret == -ECONNRESET);
+}
+
+/* A QP attached as the initiator (CRC on, no RTR) to a raw peer on the other end. */
+struct raw_qp {
+	struct ep e;
+	int peer, qfd;
+	struct raw r;
+};
+
+static inline void raw_qp_up(struct raw_qp *t)
+{
+	ep_create(&t->e, NULL, false);
+	tcp_pair(&t->qfd, &t->peer);
+	raw_init(&t->r, t->peer, true);
+	t->r.qfd = t->qfd;
+	ep_attach(&t->e, t->qfd, true, mpa_conn(true, 0, 4, 4));
+}
+
+static inline void raw_qp_down(struct raw_qp *t)
+{
+	ep_destroy(&t->e);
+	close(t->peer);
+}
+
+/*
+ * Wait until the QP has taken every byte out of its socket: from then on all it has not
+ * processed yet sits in its staging buffer.
+ */
+static inline void raw_qp_drained(struct raw_qp *t)
+{
+	uint64_t end = now_ms() + T_WAIT_MS;
+	int q = -1;
+
+	while (now_ms() < end) {
+		assert_int_equal(ioctl(t->qfd, FIONREAD, &q), 0);
+		if (q == 0)
+			return;
+		usleep(200);
+	}
+	fail_msg("the QP left %d bytes in its socket for %d ms", q, T_WAIT_MS);
 }
 
 #endif

@@ -9,7 +9,7 @@
 
 #include "obj_helpers.h"
 
-static atomic_int n_kick, n_abort, n_detach;
+static atomic_int n_kick, n_abort, n_stop, n_detach;
 
 static void fake_kick(struct sr_qp *qp)
 {
@@ -21,6 +21,11 @@ static void fake_abort(struct sr_qp *qp)
 	atomic_fetch_add(&n_abort, 1);
 }
 
+static void fake_stop(struct sr_qp *qp)
+{
+	atomic_fetch_add(&n_stop, 1);
+}
+
 static void fake_detach(struct sr_qp *qp)
 {
 	atomic_fetch_add(&n_detach, 1);
@@ -29,6 +34,7 @@ static void fake_detach(struct sr_qp *qp)
 static const struct sr_xport_ops fake_ops = {
 	.sq_kick = fake_kick,
 	.abort = fake_abort,
+	.stop = fake_stop,
 	.detach = fake_detach,
 };
 
@@ -36,6 +42,7 @@ static void reset_counts(void)
 {
 	atomic_store(&n_kick, 0);
 	atomic_store(&n_abort, 0);
+	atomic_store(&n_stop, 0);
 	atomic_store(&n_detach, 0);
 }
 
@@ -339,7 +346,8 @@ static void flush_on_error(void **state)
 	assert_false(fd_readable(p.f.ch->fd));
 
 	assert_int_equal(fx_modify(p.f.qp, IBV_QPS_ERR), 0);
-	assert_int_equal(atomic_load(&n_abort), 1);
+	assert_int_equal(atomic_load(&n_stop), 1); /* the application's ERR waits for the stop */
+	assert_int_equal(atomic_load(&n_abort), 0);
 	assert_int_equal(p.f.qp->state, IBV_QPS_ERR);
 	n = ibv_poll_cq(p.f.scq, 8, wc);
 	assert_int_equal(n, 3);
@@ -379,9 +387,9 @@ static void flush_on_error(void **state)
 	assert_int_equal(ibv_poll_cq(p.f.rcq, 8, wc), 1);
 	assert_int_equal(wc[0].wr_id, 8);
 	assert_int_equal(wc[0].status, IBV_WC_WR_FLUSH_ERR);
-	/* ERR -> ERR aborts nothing more; RESET detaches and empties without completions */
+	/* ERR -> ERR stops nothing more; RESET detaches and empties without completions */
 	assert_int_equal(fx_modify(p.f.qp, IBV_QPS_ERR), 0);
-	assert_int_equal(atomic_load(&n_abort), 1);
+	assert_int_equal(atomic_load(&n_stop), 1);
 	assert_int_equal(fx_modify(p.f.qp, IBV_QPS_RESET), 0);
 	assert_int_equal(atomic_load(&n_detach), 1);
 	assert_null(p.qp->xops);
@@ -430,7 +438,8 @@ static void bad_lkey_completes_with_error(void **state)
 	bad_s.lkey ^= 0x55;
 	assert_int_equal(post1(p.f.qp, 1, IBV_WR_SEND, 0, &bad_s, 1), 0);
 	assert_int_equal(p.f.qp->state, IBV_QPS_ERR);
-	assert_int_equal(atomic_load(&n_abort), 1);
+	assert_int_equal(atomic_load(&n_stop), 1); /* the posting thread: stop, it may wait */
+	assert_int_equal(atomic_load(&n_abort), 0);
 	assert_int_equal(ibv_poll_cq(p.f.scq, 8, wc), 1);
 	assert_int_equal(wc[0].wr_id, 1);
 	assert_int_equal(wc[0].status, IBV_WC_LOC_PROT_ERR);
@@ -450,7 +459,8 @@ static void bad_lkey_completes_with_error(void **state)
 	assert_null(sr_sq_next(p.qp));
 	sr_sq_complete(p.qp, q, IBV_WC_SUCCESS);
 	assert_int_equal(p.f.qp->state, IBV_QPS_ERR);
-	assert_int_equal(atomic_load(&n_abort), 1);
+	assert_int_equal(atomic_load(&n_abort), 1); /* inside the transport: abort, no wait */
+	assert_int_equal(atomic_load(&n_stop), 0);
 	assert_int_equal(ibv_poll_cq(p.f.scq, 8, wc), 2); /* the unsignaled WRITE is silent */
 	assert_int_equal(wc[0].wr_id, 2);
 	assert_int_equal(wc[0].status, IBV_WC_LOC_PROT_ERR);
