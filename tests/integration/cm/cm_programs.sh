@@ -16,7 +16,6 @@ port=$(sr_port)
 ulimit -Sn 1024 2>/dev/null
 slog=$(mktemp)
 clog=$(mktemp)
-trap 'rm -f "$slog" "$clog"; sr_cleanup' EXIT
 
 show() { echo "--- server"; cat "$slog"; echo "--- client"; cat "$clog"; }
 
@@ -58,8 +57,7 @@ cmtime)
 	sr_wait_listen "$port"
 	sr_run timeout 100 cmtime -s 127.0.0.1 -p "$port" -c 1000 >"$clog" 2>&1
 	crc=$?
-	kill "$spid" 2>/dev/null
-	wait "$spid" 2>/dev/null
+	sr_stop "$spid"
 	src=0
 	grep -q "^connect " "$clog" || { show; sr_fail "no timing table"; }
 	grep -q "error" "$clog" && { show; sr_fail "errors reported"; }
