@@ -6,12 +6,14 @@
 #       the veths and nftables tables in it), temporary file and root-namespace sr* interface
 #       or nftables table that run RUN (its SR_RUN tag) left, ends or removes them, and exits
 #       1 if there was any. Only RUN's are judged: another suite running on the machine at the
-#       same time has another tag. Processes: those whose environment holds SR_RUN=RUN, and
-#       those running a program of this checkout's build-test, build-asan, build-tsan or
-#       build-fuzz (a program that cleared its environment). Files: whatever is left under
-#       TMPDIR, the run's own temporary directory. Root-namespace objects: those named sr* that
-#       were not in SR_ROOTNS_BEFORE (the output of "leftovers.sh rootns" at the run's start);
-#       no test creates any, so one there is a test that created it in the wrong place.
+#       same time has another tag. Processes: those whose environment holds SR_RUN=RUN, those
+#       in a namespace of the run, and those running a program of the build directories in
+#       SR_RUN_BUILDS (absolute paths; a program that cleared its environment). Namespaces:
+#       sr-*-RUN-<PID> (tests/teardown.sh), and any a process of the run runs in. Files:
+#       whatever is left under TMPDIR, the run's own temporary directory. Root-namespace
+#       objects: those named sr* that were not in SR_ROOTNS_BEFORE (the output of
+#       "leftovers.sh rootns" at the run's start); no test creates any, so one there is a test
+#       that created it in the wrong place.
 #   leftovers.sh sweep
 #       Ends and removes what earlier runs left whose owner is gone (scripts/test runs it
 #       first): sr-*-<id> namespaces, processes tagged SR_TEST_ID=<id> or SR_RUN=<run>, and
@@ -56,23 +58,27 @@ check() {
 	run_pids() {
 		sr_tagged_pids "SR_RUN=$run"
 		# shellcheck disable=SC2012 # the targets of /proc/*/exe, one process a line
-		ls -l /proc/[0-9]*/exe 2>/dev/null | awk -v r="$root" '
+		[ -z "${SR_RUN_BUILDS:-}" ] || ls -l /proc/[0-9]*/exe 2>/dev/null |
+			awk -v dirs="$SR_RUN_BUILDS" '
+			BEGIN { n = split(dirs, b, " ") }
 			{ d = $NF == "(deleted)"; t = $(NF - d); p = $(NF - 2 - d)
-			  sub(/^\/proc\//, "", p); sub(/\/exe$/, "", p) }
-			index(t, r "/build-test/") == 1 || index(t, r "/build-asan/") == 1 ||
-			index(t, r "/build-tsan/") == 1 || index(t, r "/build-fuzz/") == 1 { print p }'
+			  sub(/^\/proc\//, "", p); sub(/\/exe$/, "", p)
+			  for (i = 1; i <= n; i++) if (index(t, b[i] "/") == 1) { print p; break } }'
 		# shellcheck disable=SC2046 # one name a word
 		sr_netns_pids $(sr_netns_matching "^sr-.*-$run-[0-9]+\$")
 	}
-	local procs
-	procs=$(run_pids | sort -un | sr_alive)
+	local procs p held
+	procs=$(run_pids | sort -un | sr_alive | sr_describe)
 	if [ -n "$procs" ]; then
 		found=1
 		echo "LEFTOVER processes of this run${stage:+ ($stage)}:"
 		echo "$procs" | sed 's/^/  /'
 	fi
+	# a named namespace that one of them runs in is the run's too, whatever its name
+	held=$(echo "$procs" | while read -r p _; do [ -n "$p" ] && ip netns identify "$p"; done |
+		sort -u | grep . || true)
 	sr_end_all run_pids
-	nss=$(sr_netns_matching "^sr-.*-$run-[0-9]+\$")
+	nss=$( (sr_netns_matching "^sr-.*-$run-[0-9]+\$"; echo "$held") | sort -u | grep . || true)
 	if [ -n "$nss" ]; then
 		found=1
 		echo "LEFTOVER network namespaces of this run${stage:+ ($stage)}:"
@@ -119,7 +125,8 @@ sweep() {
 		sr_tag_values SR_TEST_ID | while read -r p v; do stale "$v" && echo "$p"; done
 		sr_tag_values SR_RUN | while read -r p v; do stale "$v" && echo "$p"; done
 	}
-	dead_pids | sort -un | sr_alive | sed 's/^/sweep: process (its test or run is gone) /'
+	dead_pids | sort -un | sr_alive | sr_describe |
+		sed 's/^/sweep: process (its test or run is gone) /'
 	sr_end_all dead_pids
 	for d in "${TMPDIR:-/tmp}"/sr-test.*.* "${TMPDIR:-/tmp}"/sr-run.r*.*; do
 		[ -d "$d" ] || continue

@@ -40,39 +40,49 @@ sr_netns_pids() {
 }
 
 # Of the PIDs on stdin, those of processes that still run (a zombie has ended: its parent, or
-# init, reaps it), as "PID command line" lines.
+# init, reaps it), one a line.
 sr_alive() {
 	local p st
-	while read -r p; do
-		read -r st <"/proc/$p/stat" 2>/dev/null || continue
+	while read -r p _; do
+		{ read -r st <"/proc/$p/stat"; } 2>/dev/null || continue
 		st=${st##*) }
 		st=${st%% *}
-		[ -n "$st" ] && [ "$st" != Z ] || continue
-		st=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)
-		echo "$p ${st:0:160}"
+		[ -n "$st" ] && [ "$st" != Z ] && echo "$p"
+	done
+}
+
+# The PIDs on stdin as "PID command line" lines, for a report.
+sr_describe() {
+	local p c
+	while read -r p _; do
+		c=$(tr '\0\n' '  ' <"/proc/$p/cmdline" 2>/dev/null)
+		echo "$p ${c:0:160}"
 	done
 }
 
 # sr_end_all LIST: ends every process that the command LIST prints the PID of. LIST runs again
-# each round (every 50 ms), so what a dying process starts is found too. SIGTERM first; what
-# still runs after 5 s gets SIGKILL. Bounded: after 10 s in all, prints what could not be
-# ended (a process stuck in the kernel) and returns 1.
+# each round (every 50 ms or so), so what a dying process starts is found too. SIGTERM first;
+# what still runs 5 s later gets SIGKILL. Bounded: after 10 s in all, prints what could not
+# be ended (a process stuck in the kernel) and returns 1.
 sr_end_all() {
-	local list=$1 sig=TERM left i
-	for i in $(seq 200); do
+	local list=$1 sig=TERM left t0=${EPOCHREALTIME/[.,]/} ms
+	while :; do
 		left=$($list | sort -un | sr_alive)
 		[ -n "$left" ] || return 0
-		[ "$i" -gt 100 ] && sig=KILL
+		ms=$(((${EPOCHREALTIME/[.,]/} - t0) / 1000))
+		if [ "$ms" -ge 10000 ]; then
+			echo "could not end:" >&2
+			echo "$left" | sr_describe | sed 's/^/  /' >&2
+			return 1
+		fi
+		[ "$ms" -ge 5000 ] && sig=KILL
 		# a stopped process (kill -STOP in a test) acts on SIGTERM only once continued
-		# shellcheck disable=SC2046 # one PID a word
-		kill -s "$sig" $(echo "$left" | awk '{print $1}') 2>/dev/null
-		# shellcheck disable=SC2046
-		kill -s CONT $(echo "$left" | awk '{print $1}') 2>/dev/null
+		# shellcheck disable=SC2086 # one PID a word
+		kill -s "$sig" $left 2>/dev/null
+		# shellcheck disable=SC2086
+		kill -s CONT $left 2>/dev/null
 		sleep 0.05
 	done
-	echo "could not end:" >&2
-	echo "$left" | sed 's/^/  /' >&2
-	return 1
 }
 
 # Deletes the network namespaces given as arguments (their processes must be gone: a name
