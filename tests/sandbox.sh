@@ -47,6 +47,11 @@ end_test() {
 	fi
 	rm -rf "$dir"
 	[ "$ok" -eq 0 ] || exit 1
+	# a test killed by a signal (a crash): end the same way, so that ctest reports the signal
+	if [ -n "$child" ] && [ "$rc" -gt 128 ] && [ "$rc" -lt 160 ]; then
+		trap - EXIT INT TERM HUP
+		kill -s $((rc - 128)) $$
+	fi
 	exit "$rc"
 }
 trap end_test EXIT

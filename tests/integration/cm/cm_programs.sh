@@ -49,7 +49,7 @@ ucmatose6m)
 	grep -q "migrating to new event channel" "$clog" || { show; sr_fail "no migration"; }
 	;;
 cmtime)
-	# env execs timeout, so $! is timeout itself and the kill below reaches cmtime
+	# env execs timeout, so $! is timeout itself; sr_stop below ends it and cmtime under it
 	env LD_LIBRARY_PATH="$SR_LIBDIR" ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
 		ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
 		timeout 100 cmtime -p "$port" >"$slog" 2>&1 &
