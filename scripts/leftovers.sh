@@ -12,8 +12,8 @@
 #       sr-*-RUN-<PID> (tests/teardown.sh), and any a process of the run runs in. Files:
 #       whatever is left under TMPDIR, the run's own temporary directory. Root-namespace
 #       objects: those named sr* that were not in SR_ROOTNS_BEFORE (the output of
-#       "leftovers.sh rootns" at the run's start); no test creates any, so one there is a test
-#       that created it in the wrong place.
+#       "leftovers.sh rootns" at the run's start; not looked at without it); no test creates
+#       any, so one there is a test that created it in the wrong place.
 #   leftovers.sh sweep
 #       Ends and removes what earlier runs left whose owner is gone (scripts/test runs it
 #       first): sr-*-<id> namespaces, processes tagged SR_TEST_ID=<id> or SR_RUN=<run>, and
@@ -95,17 +95,20 @@ check() {
 			find "$tmp" -mindepth 1 -delete
 		fi
 	fi
-	new=$(comm -13 <(echo "${SR_ROOTNS_BEFORE:-}" | sort) <(rootns | sort) | grep . || true)
+	# only against a list from the run's start (a self-test's check gives none)
+	new=
+	[ -z "${SR_ROOTNS_BEFORE+set}" ] ||
+		new=$(comm -13 <(echo "$SR_ROOTNS_BEFORE" | sort) <(rootns | sort) | grep . || true)
 	if [ -n "$new" ]; then
 		found=1
 		echo "LEFTOVER in the root network namespace${stage:+ ($stage)} (new since the run began):"
 		echo "$new" | sed 's/^/  /'
+		# "interface NAME" / "nftables table FAMILY NAME"
 		echo "$new" | while read -r kind a b c; do
 			case $kind in
-			interface) ip link del "$b" 2>/dev/null ;;
+			interface) ip link del "$a" 2>/dev/null ;;
 			nftables) nft delete table "$b" "$c" 2>/dev/null ;;
 			esac
-			: "$a"
 		done
 	fi
 	[ "$found" -eq 0 ] || { echo "FAIL: the suite left the above behind (now removed)"; return 1; }

@@ -71,26 +71,33 @@ ends_on_sigterm)
 	;;
 check_names_leftovers)
 	# a run of our own (tag r<PID of this script>), its leftovers made by hand: a tagged
-	# process, a namespace named for it with a veth and an nftables table, a file
+	# process, a namespace named for it with a veth and an nftables table, a file, and a
+	# veth and an nftables table in the root namespace
 	run=r$$
 	tmp=$(mktemp -d)
 	ns=sr-selfcheck-$run-$$
+	before=$("$SR_SRCDIR/scripts/leftovers.sh" rootns)
+	ip link add "srsc$$" type veth peer name "srsd$$" || sr_fail "root veth"
+	nft add table inet "sr_selfcheck$$" || sr_fail "root nft"
 	ip netns add "$ns" || sr_fail "ip netns add"
 	ip -n "$ns" link add sr0 type veth peer name sr1 || sr_fail "veth"
 	ip netns exec "$ns" nft add table inet sr_selfcheck || sr_fail "nft"
 	SR_RUN=$run setsid sleep 1004 &
 	p=$!
 	touch "$tmp/left.txt"
-	report=$("$SR_SRCDIR/scripts/leftovers.sh" check "$run" "$tmp" selftest)
+	report=$(SR_ROOTNS_BEFORE=$before "$SR_SRCDIR/scripts/leftovers.sh" check "$run" "$tmp" selftest)
 	rc=$?
 	echo "$report"
 	[ "$rc" -eq 1 ] || sr_fail "leftovers.sh check exited $rc, want 1"
-	for want in "$p .*sleep 1004" "$ns .*sr0.*sr_selfcheck" "left.txt"; do
+	for want in "$p .*sleep 1004" "$ns .*sr0.*sr_selfcheck" "left.txt" "interface srsc$$" \
+		"table inet sr_selfcheck$$"; do
 		echo "$report" | grep -q -- "$want" || sr_fail "the report does not name '$want'"
 	done
 	[ -z "$(echo "$p" | sr_alive)" ] || sr_fail "process $p still runs"
 	[ -z "$(sr_netns_matching "^$ns\$")" ] || sr_fail "namespace $ns is still there"
 	[ ! -e "$tmp/left.txt" ] || sr_fail "left.txt is still there"
+	ip link show "srsc$$" >/dev/null 2>&1 && sr_fail "interface srsc$$ is still there"
+	nft list table inet "sr_selfcheck$$" >/dev/null 2>&1 && sr_fail "table sr_selfcheck$$ is still there"
 	report=$("$SR_SRCDIR/scripts/leftovers.sh" check "$run" "$tmp" selftest) ||
 		sr_fail "a second check found something: $report"
 	sr_pass "the end-of-suite check names a run's leftovers, removes them and fails"
