@@ -73,7 +73,7 @@ if [ "$INSTALL" = 1 ] && [ "$(id -u)" -eq 0 ]; then
 	sr_need_packages "${SR_BENCH_PACKAGES[@]}" || echo "suite.sh: continuing without them" >&2
 fi
 
-LOG=$(mktemp -d /tmp/sr-suite.XXXXXX)
+LOG=$(mktemp -d "${TMPDIR:-/tmp}/sr-suite.XXXXXX")
 RES=$LOG/results.tsv
 : >"$RES"
 NS_A= NS_B=
@@ -133,7 +133,9 @@ setup_path() {
 	lo) ADDR=127.0.0.1 ;;
 	veth)
 		[ "$(id -u)" -eq 0 ] || return 1
-		NS_A=srs-a-$$ NS_B=srs-b-$$
+		# named as the tests' namespaces are (tests/integration/lib.sh): under the tests'
+		# sandbox, it deletes them if this script cannot
+		NS_A=sr-srsa-${SR_TEST_ID:-$$} NS_B=sr-srsb-${SR_TEST_ID:-$$}
 		ip netns add "$NS_A" && ip netns add "$NS_B" || return 1
 		ip link add srs0 netns "$NS_A" mtu 1500 type veth peer name srs1 netns "$NS_B" mtu 1500 ||
 			return 1

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -86,7 +87,7 @@ struct victim {
 	pid_t good_pid; /* our victim's good client */
 	int port;
 	int base_fds;
-	char log[64];	/* rping / rdma_server output */
+	char log[512];	/* rping / rdma_server output */
 };
 
 struct raw {
@@ -601,14 +602,19 @@ static pid_t spawn(char *const argv[], int *in, int *out, const char *log)
 	int pi[2] = { -1, -1 }, po[2] = { -1, -1 };
 	pid_t pid;
 
+	pid_t parent = getpid();
+
 	if ((in && pipe(pi)) || (out && pipe(po)))
 		return -1;
 	pid = fork();
 	if (pid == 0) {
 		char ld[512], asan[256];
-
 		struct rlimit nf;
 
+		/* a victim never outlives this program, however it ends (a failed check's early
+		 * return, ctest's SIGKILL at its timeout): the kernel kills it then */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+			_exit(127);
 		/* the common soft limit (the attacker raised its own for its floods) */
 		if (getrlimit(RLIMIT_NOFILE, &nf) == 0 && nf.rlim_max >= VICTIM_NOFILE) {
 			nf.rlim_cur = VICTIM_NOFILE;
@@ -854,6 +860,25 @@ static void victim_stop(struct victim *v)
 		close(v->out_fd);
 	}
 	v->pid = v->good_pid = 0;
+}
+
+/* The log of rping / rdma_server and their clients: printed if @failed, then removed (the
+ * test leaves no file behind). */
+static void show_log(struct victim *v, bool failed)
+{
+	char l[512];
+	FILE *f;
+
+	if (!v->log[0])
+		return;
+	f = failed ? fopen(v->log, "r") : NULL;
+	if (f) {
+		printf("--- victim output (%s)\n", v->log);
+		while (fgets(l, sizeof(l), f))
+			fputs(l, stdout);
+		fclose(f);
+	}
+	unlink(v->log);
 }
 
 /* A real client of the victim program through our libraries. */
@@ -1908,7 +1933,8 @@ int main(int argc, char **argv)
 			printf("SKIP: %s not installed\n", prog);
 			return 77;
 		}
-		snprintf(v.log, sizeof(v.log), "/tmp/attack-%s-%d.log", prog, (int)getpid());
+		snprintf(v.log, sizeof(v.log), "%s/attack-%s-%d.log",
+			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", prog, (int)getpid());
 	}
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct acase *c = &cases[i];
@@ -1921,6 +1947,8 @@ int main(int argc, char **argv)
 			continue;
 		if (!v.pid && victim_start(&v)) {
 			printf("FAIL: cannot start the %s victim\n", v.name);
+			victim_stop(&v);
+			show_log(&v, true);
 			return 1;
 		}
 		rc = c->fn ? c->fn(&x) : c->seg ? seg_case(&x, c->seg) : mpa_attack(&x, c->mpa);
@@ -1949,9 +1977,6 @@ int main(int argc, char **argv)
 	victim_stop(&v);
 	printf("%s: %d passed, %d failed, %d expected failures, %llu ms\n", v.name, passed, failed,
 	       xfailed, (unsigned long long)(now_ms() - t0));
-	if (failed && v.log[0])
-		printf("victim output: %s\n", v.log);
-	else if (v.log[0])
-		unlink(v.log);
+	show_log(&v, failed);
 	return failed ? 1 : 0;
 }

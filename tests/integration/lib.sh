@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Shared helpers for integration tests. Environment from ctest: SR_LIBDIR, SR_BINDIR,
 # SR_SRCDIR, SR_TESTBIN, SR_PRELOAD (sanitizer runtime for uninstrumented programs).
+# Every test runs under tests/sandbox.sh (SR_TEST_ID set), which ends at the test's end what
+# it started: processes, namespaces, TMPDIR. A script started by hand re-runs itself under it.
+[ -n "${SR_TEST_ID:-}" ] || exec "$(dirname "${BASH_SOURCE[0]}")/../sandbox.sh" bash "$0" "$@"
 set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../teardown.sh"
 
 sr_skip() { echo "SKIP: $*"; exit 77; }
 sr_fail() { echo "FAIL: $*"; exit 1; }
@@ -21,26 +25,44 @@ sr_need_cmd() {
 
 sr_need_root() {
 	[ "$(id -u)" -eq 0 ] || sr_skip "needs root (network namespaces)"
-	ip netns add "sr-probe-$$" 2>/dev/null || sr_skip "cannot create network namespaces here"
-	ip netns del "sr-probe-$$"
+	ip netns add "sr-probe-$SR_TEST_ID" 2>/dev/null || sr_skip "cannot create network namespaces here"
+	ip netns del "sr-probe-$SR_TEST_ID"
 }
 
-# Network namespaces named sr-<name>-<PID of this test>, removed on exit. Callers use
-# a=$(sr_netns_add a): that runs in a subshell, so cleanup finds them by the PID suffix
-# ($$ is the test's PID in subshells too) rather than by a list.
+# A network namespace named sr-<name>-<SR_TEST_ID>: the sandbox ends the processes in it and
+# deletes it when the test ends (its name is how it is found; a=$(sr_netns_add a) runs in a
+# subshell, so there is no list to keep).
 sr_netns_add() {
-	local ns="sr-$1-$$"
+	local ns="sr-$1-$SR_TEST_ID"
 	ip netns add "$ns" || sr_fail "ip netns add $ns"
 	echo "$ns"
 }
-sr_cleanup() {
-	local ns
-	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^sr-.*-$$\$"); do
-		ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null
-		ip netns del "$ns" 2>/dev/null
-	done
+
+# sr_stop PID...: ends background jobs of this script now, not at the test's end: SIGTERM to
+# each and to everything under it (a job is often a subshell or a wrapper such as ip netns
+# exec, env or timeout around the program that really runs; killing only the job would leave
+# that program running, re-parented to init), then waits for the jobs. Bounded: SIGKILL after
+# 5 s, 10 s in all (tests/teardown.sh, sr_end_all).
+sr_stop() {
+	local roots="$*"
+	_sr_tree() {
+		ps -e -o pid=,ppid= | awk -v roots="$roots" '
+			{ kids[$2] = kids[$2] " " $1 }
+			END {
+				n = split(roots, q, " ")
+				for (i = 1; i <= n; i++) {
+					p = q[i]
+					print p
+					m = split(kids[p], k, " ")
+					for (j = 1; j <= m; j++) q[++n] = k[j]
+				}
+			}'
+	}
+	sr_end_all _sr_tree
+	local p
+	for p in "$@"; do wait "$p" 2>/dev/null; done
+	return 0
 }
-trap sr_cleanup EXIT
 
 # Two namespaces joined by a veth pair: sr0 in $1 with 10.$3.0.1/24 and fd00:$3::1/64, sr1 in
 # $2 with .2 / ::2, everything up. Returns once IPv6 duplicate address detection is over on
@@ -192,7 +214,7 @@ sr_server_client() {
 	# a client that failed with the pattern in SR_SERVER_KILL_ON leaves no server to wait for
 	if [ "$SR_CRC" -ne 0 ] && [ -n "${SR_SERVER_KILL_ON:-}" ] &&
 		grep -q "$SR_SERVER_KILL_ON" "$SR_CLOG"; then
-		kill "$spid" 2>/dev/null
+		sr_stop "$spid"
 	fi
 	wait "$spid"
 	SR_SRC=$?

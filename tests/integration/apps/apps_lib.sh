@@ -5,15 +5,16 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 # Processes this test started (their real PIDs, not those of a wrapper), killed with SIGKILL
-# on any exit before lib.sh removes the namespaces: tgtd ignores SIGTERM and SIGINT (its
-# handler is empty), QEMU and orted may be stuck in a migration or a collective, and a
-# process left in a deleted namespace would live on.
+# on any exit, before the sandbox (tests/sandbox.sh) ends the rest and deletes the
+# namespaces: tgtd ignores SIGTERM and SIGINT (its handler is empty), and QEMU and orted may be
+# stuck in a migration or a collective; the sandbox would wait 5 s for each before its own
+# SIGKILL.
 SR_APP_PIDS=()
 # Every other process in this test's namespaces (orted and MPI ranks started by mpirun, whatever a
 # killed client left) gets SIGKILL too.
 sr_app_cleanup() {
 	local p ns
-	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^sr-.*-$$\$"); do
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^sr-.*-$SR_TEST_ID\$"); do
 		mapfile -t -O "${#SR_APP_PIDS[@]}" SR_APP_PIDS < <(ip netns pids "$ns" 2>/dev/null)
 	done
 	for p in "${SR_APP_PIDS[@]}"; do
@@ -23,7 +24,6 @@ sr_app_cleanup() {
 		# reaped by us, or by init once we are gone: either way gone within a second
 		for _ in $(seq 20); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
 	done
-	sr_cleanup
 }
 trap sr_app_cleanup EXIT
 trap 'exit 130' INT TERM

@@ -19,7 +19,6 @@ if [ "$hard" != unlimited ] && [ "$hard" -lt "$need" ] && ! (ulimit -Hn "$need")
 fi
 port=$((20000 + RANDOM % 10000))
 log=$(mktemp)
-trap 'rm -f "$log"; sr_cleanup' EXIT
 
 # -w 512: many connects in flight, well within the listeners' backlogs (4 x 1024)
 pre=()

@@ -13,7 +13,6 @@ a=$(sr_netns_add eva)
 b=$(sr_netns_add evb)
 sr_veth_pair "$a" "$b" 79
 slog=$(mktemp)
-trap 'rm -f "$slog" "$clog"; sr_cleanup' EXIT
 sr_in_ns "$b" "$T" serve 10.79.0.2 7400 >"$slog" 2>&1 &
 sr_wait_output "$slog" LISTENING
 

@@ -12,6 +12,7 @@
  *                    gone a real client connects again
  */
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -157,10 +158,18 @@ static int t_emfile(void)
 	char b;
 
 	/* the attacker forks before this process has any thread (the libraries start theirs) */
+	pid_t parent = getpid();
+
 	CT_CHECK(pipe(go) == 0 && pipe(done) == 0);
 	pid = fork();
 	CT_CHECK(pid >= 0);
 	if (pid == 0) {
+		/* ends with us, whatever check fails first: killed by the kernel then, and an EOF
+		 * on go[0] once our end is the only write end */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+			_exit(1);
+		close(go[1]);
+		close(done[0]);
 		/* 300 idle connections once the listener is up, held until the parent says */
 		raise_nofile(4096);
 		if (read(go[0], &b, 1) != 1)

@@ -19,7 +19,6 @@ ip -n "$b" addr add 10.82.0.2/24 dev sr3
 ip -n "$a" link set sr2 up
 ip -n "$b" link set sr3 up
 slog=$(mktemp)
-trap 'rm -f "$slog"; sr_cleanup' EXIT
 sr_in_ns "$b" "$T" serve 0.0.0.0 7401 >"$slog" 2>&1 &
 sr_wait_output "$slog" LISTENING
 

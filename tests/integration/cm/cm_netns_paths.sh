@@ -36,7 +36,6 @@ wait_for() {
 	sr_fail "no '$2'"
 }
 out=$(mktemp)
-trap 'rm -f "$out"; sr_cleanup' EXIT
 
 case "$1" in
 wildcard)
@@ -71,8 +70,7 @@ dead_path)
 	cut() { ip -n "$b" neigh replace 10.79.0.1 lladdr 02:00:00:00:00:99 dev sr1 nud permanent; }
 	sr_cut_when_ready "$out" cut inns "$b" "$QP" dead_path 10.79.0.1 17813
 	crc=$?
-	kill "$spid" 2>/dev/null
-	wait "$spid" 2>/dev/null
+	sr_stop "$spid"
 	cat "$out"
 	[ "$crc" -eq 0 ] || sr_fail "dead path"
 	sr_pass "a dead path ends the connection after the ACK timeout"

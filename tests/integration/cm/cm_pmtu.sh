@@ -12,7 +12,6 @@ sr_veth_pair "$a" "$b" 84
 SR_SRV=(ip netns exec "$b")
 slog=$(mktemp)
 clog=$(mktemp)
-trap 'rm -f "$slog" "$clog"; sr_cleanup' EXIT
 count=3000
 sr_run_on ip netns exec "$b" -- timeout 120 rping -s -a 10.84.0.2 -p 7402 -S 30000 -V \
 	-C "$count" >"$slog" 2>&1 &

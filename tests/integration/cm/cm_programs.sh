@@ -16,7 +16,6 @@ port=$(sr_port)
 ulimit -Sn 1024 2>/dev/null
 slog=$(mktemp)
 clog=$(mktemp)
-trap 'rm -f "$slog" "$clog"; sr_cleanup' EXIT
 
 show() { echo "--- server"; cat "$slog"; echo "--- client"; cat "$clog"; }
 
@@ -50,7 +49,7 @@ ucmatose6m)
 	grep -q "migrating to new event channel" "$clog" || { show; sr_fail "no migration"; }
 	;;
 cmtime)
-	# env execs timeout, so $! is timeout itself and the kill below reaches cmtime
+	# env execs timeout, so $! is timeout itself; sr_stop below ends it and cmtime under it
 	env LD_LIBRARY_PATH="$SR_LIBDIR" ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} \
 		ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" \
 		timeout 100 cmtime -p "$port" >"$slog" 2>&1 &
@@ -58,8 +57,7 @@ cmtime)
 	sr_wait_listen "$port"
 	sr_run timeout 100 cmtime -s 127.0.0.1 -p "$port" -c 1000 >"$clog" 2>&1
 	crc=$?
-	kill "$spid" 2>/dev/null
-	wait "$spid" 2>/dev/null
+	sr_stop "$spid"
 	src=0
 	grep -q "^connect " "$clog" || { show; sr_fail "no timing table"; }
 	grep -q "error" "$clog" && { show; sr_fail "errors reported"; }

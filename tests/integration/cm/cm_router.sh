@@ -46,7 +46,6 @@ echo "$devs" | grep -qE "sriw_sr[123]" && { echo "$devs"; sr_fail "A sees other 
 
 slog=$(mktemp)
 clog=$(mktemp)
-trap 'rm -f "$slog" "$clog"; sr_cleanup' EXIT
 # rping <server address> <port> <count> [action while it runs...]
 rping_across() {
 	local addr=$1 port=$2 count=$3 spid cpid

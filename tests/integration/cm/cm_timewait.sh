@@ -36,7 +36,6 @@ settle() {
 # --- the client disconnects first
 slog=$(mktemp)
 clog=$(mktemp)
-trap 'rm -f "$slog" "$clog"; sr_cleanup' EXIT
 sr_run_on "${SR_SRV[@]}" -- timeout 120 cmtime -b "$SR_ADDR" -p "$port" >"$slog" 2>&1 &
 spid=$!
 sr_wait_listen "$port" "${SR_SRV[@]}"
@@ -52,8 +51,7 @@ if [ "$tw" -ne 0 ]; then
 	"${SR_CLI[@]}" ss -tan state time-wait | head
 	sr_fail "the active side holds $tw TIME_WAIT sockets"
 fi
-kill "$spid" 2>/dev/null
-wait "$spid" 2>/dev/null
+sr_stop "$spid"
 
 # --- the server disconnects first (after its data transfers)
 port=$((port + 1))

@@ -5,7 +5,6 @@
 sr_need_cmd ibv_devices cmake
 build=$(dirname "$SR_LIBDIR")
 prefix=$(mktemp -d)
-trap 'rm -rf "$prefix"; sr_cleanup' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null || sr_fail "cmake --install"
 [ -e "$prefix/lib/softrdma/libibverbs.so.1" ] || sr_fail "no lib/softrdma/libibverbs.so.1 installed"
 [ -e "$prefix/lib/softrdma/librdmacm.so.1" ] || sr_fail "no lib/softrdma/librdmacm.so.1 installed"

@@ -21,7 +21,6 @@ vanish() {
 	ip netns exec "$b" sysctl -qw net.ipv4.tcp_retries2=3 || sr_fail "tcp_retries2"
 	plog=$(mktemp)
 	clog=$(mktemp)
-	trap 'rm -f "$plog" "$clog"; sr_cleanup' EXIT
 	sr_in_ns "$a" "$FT" peer_server "10.$net.0.1" 0 >"$plog" 2>&1 &
 	spid=$!
 	sr_wait_output "$plog" '^PORT '
@@ -37,8 +36,9 @@ NFT
 	sr_cut_when_ready "$clog" cut \
 		sr_in_ns "$b" "$FT" vanish "10.$net.0.1" "$port" "$1" "$2" "$3"
 	crc=$?
-	kill "$spid" 2>/dev/null
-	wait "$spid" 2>/dev/null
+	# $spid is the subshell of sr_in_ns: the peer server under it must end too (it cannot
+	# see its connection end behind the drop-all rule)
+	sr_stop "$spid"
 	cat "$clog"
 	[ "$crc" -eq 0 ] || sr_fail "vanished peer (ACK_TIMEOUT $1)"
 }

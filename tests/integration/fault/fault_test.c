@@ -29,6 +29,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -313,10 +314,16 @@ static pid_t ft_spawn(char *const argv[], FILE **out)
 	int fds[2];
 	pid_t pid;
 
+	pid_t parent = getpid();
+
 	DP_CHECK(pipe2(fds, O_CLOEXEC) == 0, "pipe");
 	pid = fork();
 	DP_CHECK(pid >= 0, "fork");
 	if (!pid) {
+		/* the peer streams until killed: it must not outlive us when a check fails first
+		 * (or ctest kills us at the timeout) */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+			_exit(127);
 		dup2(fds[1], 1);
 		execv("/proc/self/exe", argv);
 		_exit(127);

@@ -29,7 +29,7 @@ for _ in $(seq 600); do
 	kill -0 "$cpid" 2>/dev/null || break
 	sleep 0.05
 done
-[ "$n" -ge 8 ] || { kill "$spid" 2>/dev/null; cat "$clog"; sr_fail "the 8 connections never arrived (30 s)"; }
+[ "$n" -ge 8 ] || { sr_stop "$spid"; cat "$clog"; sr_fail "the 8 connections never arrived (30 s)"; }
 kill -STOP "$spid_prog"
 echo "server $spid_prog stopped with $n connections in"
 # the stall itself is the test's input (it ends early if the client dies meanwhile)

@@ -27,10 +27,9 @@ for t in "$@"; do
 		[ "$rc" -ne 0 ] && grep -q 'Event rejected' "$clog" && { sleep 0.2; continue; }
 		break
 	done
-	[ "$rc" -eq 0 ] || { kill "$spid"; cat "$slog"; sr_fail "qperf $t exited $rc"; }
+	[ "$rc" -eq 0 ] || { sr_stop "$spid"; cat "$slog"; sr_fail "qperf $t exited $rc"; }
 	awk '/(bw|latency) *=/ { ok = ($3 + 0 > 0) } END { exit !ok }' "$clog" ||
-		{ kill "$spid"; sr_fail "qperf $t printed no result"; }
+		{ sr_stop "$spid"; sr_fail "qperf $t printed no result"; }
 done
-kill "$spid" 2>/dev/null
-wait "$spid" 2>/dev/null
+sr_stop "$spid"
 sr_pass "qperf $* over $SR_ADDR"

@@ -27,20 +27,19 @@ holds=0
 while [ "$ok" -lt "$runs" ] || { [ "$holds" -eq 0 ] && [ "$ok" -lt 30 ]; }; do
 	tries=$((tries + 1))
 	# qperf 0.4.11 tells the client its port before it listens (see qperf.sh): retried
-	[ "$tries" -le $((ok + 20)) ] || { kill "$spid"; sr_fail "qperf refused too often"; }
+	[ "$tries" -le $((ok + 20)) ] || { sr_stop "$spid"; sr_fail "qperf refused too often"; }
 	sr_run_on "${SR_CLI[@]}" -- timeout 60 qperf -lp "$port" -cm1 -t 1 -m "$size" "$SR_ADDR" \
 		rc_bw >"$clog" 2>&1
 	rc=$?
 	[ "$rc" -ne 0 ] && grep -q 'Event rejected' "$clog" && continue
 	cat "$clog"
-	[ "$rc" -eq 0 ] || { kill "$spid"; sr_fail "qperf rc_bw -m $size run $((ok + 1)) exited $rc"; }
+	[ "$rc" -eq 0 ] || { sr_stop "$spid"; sr_fail "qperf rc_bw -m $size run $((ok + 1)) exited $rc"; }
 	awk '/bw *=/ { ok = ($3 + 0 > 0) } END { exit !ok }' "$clog" ||
-		{ kill "$spid"; sr_fail "qperf rc_bw printed no result"; }
+		{ sr_stop "$spid"; sr_fail "qperf rc_bw printed no result"; }
 	ok=$((ok + 1))
 	holds=$(grep -c 'Send without a posted receive' "$slog")
 done
-kill "$spid" 2>/dev/null
-wait "$spid" 2>/dev/null
+sr_stop "$spid"
 rm -f "$slog" "$clog"
 if [ "$holds" -eq 0 ]; then
 	[ -n "${SR_PRELOAD:-}" ] ||

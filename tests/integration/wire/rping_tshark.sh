@@ -53,7 +53,7 @@ run_case() {
 		sleep 0.1
 	done
 	if [ -z "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
-		kill "$spid" 2>/dev/null
+		sr_stop "$spid"
 		wire_capture_stop "$file" >/dev/null
 		show_logs "$dir"
 		sr_fail "step rping server (crc=$crc): not listening on 127.0.0.1:$port after 10 s"
@@ -67,7 +67,7 @@ run_case() {
 		kill -0 "$spid" 2>/dev/null || break
 		sleep 0.1
 	done
-	kill "$spid" 2>/dev/null
+	sr_stop "$spid"
 	wait "$spid"
 	src=$?
 	wire_capture_stop "$file" || sr_fail "step capture (crc=$crc): tshark wrote no capture"

@@ -10,7 +10,8 @@ WIRE_DECODE=(-o tcp.try_heuristic_first:TRUE
 	--disable-heuristic rpcrdma_iwarp --disable-heuristic smb_direct_iwarp)
 
 WIRE_TSHARK_PID=
-WIRE_TMP=$(mktemp -d /tmp/sr-wire.XXXXXX)
+# in the test's TMPDIR (removed with it by the sandbox), or in /tmp with WIRE_KEEP set
+WIRE_TMP=$(mktemp -d "$([ -n "${WIRE_KEEP:-}" ] && echo /tmp || echo "${TMPDIR:-/tmp}")/sr-wire.XXXXXX")
 
 wire_cleanup() {
 	if [ -n "$WIRE_TSHARK_PID" ]; then
@@ -19,7 +20,6 @@ wire_cleanup() {
 		kill -KILL "$WIRE_TSHARK_PID" 2>/dev/null
 	fi
 	[ -n "${WIRE_KEEP:-}" ] || rm -rf "$WIRE_TMP"
-	sr_cleanup
 }
 trap wire_cleanup EXIT
 
