@@ -13,15 +13,8 @@
 #include "common/sr_list.h"
 #include "netdev/sr_netdev.h"
 #include "transport/sr_xport.h"
+#include "verbs/rdma_core_private.h"
 #include "verbs/sr_limits.h"
-
-/* rdma-core's private header (driver.h) is not installed; these two match it. */
-enum ibv_gid_type_sysfs {
-	IBV_GID_TYPE_SYSFS_IB_ROCE_V1,
-	IBV_GID_TYPE_SYSFS_ROCE_V2,
-};
-int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
-		       enum ibv_gid_type_sysfs *type);
 
 /*
  * One soft iWARP device per network interface. Devices live in a process-wide registry and
