@@ -111,6 +111,14 @@ SR_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_at
 			err = EINVAL;
 			break;
 		}
+		/* The application moves a QP of its own for this connection (rping -q): the
+		 * next QP of the device it takes to RTS is the connection's. */
+		if (!id->qp) {
+			const struct sr_priv_ops *ops = sr_cm_priv_ops(id->verbs);
+
+			if (ops && ops->llp_grant)
+				ops->llp_grant(id->verbs);
+		}
 		qp_attr->max_rd_atomic = (uint8_t)SR_MIN(mpa.ord, 255);
 		qp_attr->rnr_retry = s->rnr_retry;
 		*qp_attr_mask = IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RNR_RETRY;
@@ -335,9 +343,13 @@ SR_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 /* RTR then RTS with what rdma_init_qp_attr gives for the negotiated connection. */
 int sr_cm_qp_to_rts(struct sr_cm_id *id, struct ibv_qp *qp)
 {
+	const struct sr_priv_ops *ops = sr_cm_priv_ops(qp->context);
 	struct ibv_qp_attr attr;
 	int mask, err;
 
+	/* the connection is ours: verbs lets the QP go to RTS (verbs/qp_modify.c) */
+	if (ops && ops->llp_claim)
+		ops->llp_claim(qp);
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTR;
 	if (rdma_init_qp_attr(&id->id, &attr, &mask))

@@ -162,9 +162,11 @@ static struct ibv_qp *sr_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 	qp->ibqp.recv_cq = a->recv_cq;
 	qp->ibqp.srq = a->srq;
 	qp->ibqp.handle = qp->ibqp.qp_num;
-	qp->ibqp.state = IBV_QPS_RESET;
+	/* Born in INIT, as a kernel iWARP QP reports itself (siw's IDLE state reads as INIT);
+	 * the usual RESET->INIT move is INIT->INIT, which the state table allows. */
+	qp->ibqp.state = IBV_QPS_INIT;
 	qp->ibqp.qp_type = IBV_QPT_RC;
-	qp->state = IBV_QPS_RESET;
+	qp->state = IBV_QPS_INIT;
 	qp->sq_sig_all = a->sq_sig_all != 0;
 	qp->pd = to_sr_pd(pd);
 	qp->scq = to_sr_cq(a->send_cq);

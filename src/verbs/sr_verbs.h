@@ -56,6 +56,11 @@ struct sr_priv_ops {
 	/* The live QP numbered qpn on this context, or NULL (rdma_accept/rdma_establish with
 	 * conn_param->qp_num for QPs the application created itself, e.g. rping -q). */
 	struct ibv_qp *(*qp_by_num)(struct ibv_context *ctx, uint32_t qpn);
+	/* The CM connects this QP: ibv_modify_qp may take it to RTS (verbs/qp_modify.c). */
+	void (*llp_claim)(struct ibv_qp *qp);
+	/* The CM has a connection for a QP the application moves itself: the next unclaimed
+	 * QP of ctx moved to RTS is claimed for it. */
+	void (*llp_grant)(struct ibv_context *ctx);
 };
 
 struct sr_context {
@@ -66,6 +71,7 @@ struct sr_context {
 	pthread_mutex_t lock;
 	struct sr_list async_events; /* queued, not yet fetched; one eventfd count each */
 	struct sr_list dev_node;     /* in dev->contexts */
+	unsigned int llp_grants;     /* sr_qp_llp_grant()s not yet used; under lock */
 };
 
 #define SR_CONTEXT_MAGIC 0x53526378u /* "SRcx" */
