@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <rdma/rdma_verbs.h>
+
 #include "cm_test.h"
 
 #define NRECV 2
@@ -243,6 +245,50 @@ static int t_reject_qp(void)
 	return 0;
 }
 
+/*
+ * As librdmacm: an id with a device (ADDR_RESOLVED, CONNECT_REQUEST) has the device's default
+ * PD in id->pd, so rdma_reg_msgs works before any QP and a QP created without a PD lands on
+ * it; it was NULL until the first QP.
+ */
+static int t_default_pd(void)
+{
+	struct side ls = { 0 }, c = { 0 }, s = { 0 };
+	struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1 };
+	struct rdma_cm_event *ev;
+	struct ibv_mr *msgs;
+	struct ibv_pd *pd;
+	char buf[32];
+	int port;
+
+	ls.ch = rdma_create_event_channel();
+	c.ch = rdma_create_event_channel();
+	CT_CHECK(ls.ch && c.ch);
+	if (listener(ls.ch, &ls.id, &port) || resolve(c.ch, port, &c.id))
+		return 1;
+	CT_CHECK(c.id->verbs && c.id->pd && c.id->pd->context == c.id->verbs);
+	pd = c.id->pd;
+	msgs = rdma_reg_msgs(c.id, buf, sizeof(buf));
+	CT_CHECK(msgs && msgs->pd == pd);
+	if (make_qp(&c))
+		return 1;
+	CT_CHECK(c.id->qp->pd == pd && c.id->pd == pd);
+	CT_CHECK(rdma_connect(c.id, &p) == 0);
+	ev = ct_expect(ls.ch, RDMA_CM_EVENT_CONNECT_REQUEST, 3000);
+	CT_CHECK(ev && ev->id->verbs && ev->id->pd && ev->id->pd->context == ev->id->verbs);
+	s.id = ev->id;
+	rdma_ack_cm_event(ev);
+	CT_CHECK(rdma_reject(s.id, NULL, 0) == 0);
+	ev = ct_expect(c.ch, RDMA_CM_EVENT_REJECTED, 3000);
+	CT_CHECK(ev && ev->id == c.id);
+	rdma_ack_cm_event(ev);
+	CT_CHECK(rdma_dereg_mr(msgs) == 0);
+	rdma_destroy_id(s.id);
+	s.id = NULL;
+	put_side(&c);
+	put_side(&ls);
+	return 0;
+}
+
 /* ---- a dead path under ACK_TIMEOUT: two processes, cm_netns.sh cuts the path ---- */
 
 #define DEAD_ACK_TIMEOUT 18 /* 4.096 us * 2^18 = 1.07 s */
@@ -349,6 +395,7 @@ static const struct ct_test tests[] = {
 	{ "disc_passive", t_disc_passive },
 	{ "disc_both", t_disc_both },
 	{ "reject_qp", t_reject_qp },
+	{ "default_pd", t_default_pd },
 	{ "serve", t_serve },
 	{ "dead_path", t_dead_path },
 };

@@ -116,6 +116,7 @@ static void queries(void **state)
 	assert_int_equal(a.atomic_cap, IBV_ATOMIC_NONE);
 	assert_int_equal(ibv_query_device_ex(ctx, NULL, &ax), 0);
 	assert_memory_equal(&ax.orig_attr, &a, sizeof(a));
+	assert_int_equal(ax.phys_port_cnt_ex, 1); /* was left 0 */
 	assert_int_equal(ibv_query_device_ex(ctx, &(struct ibv_query_device_ex_input){ .comp_mask = 1 },
 					     &ax), EINVAL);
 
