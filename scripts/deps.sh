@@ -29,7 +29,7 @@ SR_BUILD_PACKAGES=(gcc make cmake pkg-config libibverbs-dev librdmacm-dev libnl-
 	libnl-route-3-dev libcmocka-dev)
 # What the tests need on top: the unmodified programs we run, namespaces, sanitizers, tshark,
 # clang with libFuzzer's runtime for the fuzzing stage.
-SR_TEST_PACKAGES=(ibverbs-utils rdmacm-utils perftest qperf iproute2
+SR_TEST_PACKAGES=(ibverbs-utils python3-pyverbs rdmacm-utils perftest qperf iproute2
 	tshark procps binutils nftables libfabric1 libfabric-bin clang libclang-rt-14-dev)
 # What the demo needs on top.
 SR_DEMO_PACKAGES=(ibverbs-utils rdmacm-utils iproute2)
