@@ -162,9 +162,10 @@ static struct ibv_qp *sr_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 	qp->ibqp.recv_cq = a->recv_cq;
 	qp->ibqp.srq = a->srq;
 	qp->ibqp.handle = qp->ibqp.qp_num;
-	/* Born in INIT, as a kernel iWARP QP reports itself (siw's IDLE state reads as INIT);
-	 * the usual RESET->INIT move is INIT->INIT, which the state table allows. */
-	qp->ibqp.state = IBV_QPS_INIT;
+	/* Born in INIT, as a kernel iWARP QP reports itself to ibv_query_qp (siw's IDLE state
+	 * reads as INIT); the usual RESET->INIT move is INIT->INIT, which the state table
+	 * allows. The public field starts at RESET, where rdma-core's create sets it. */
+	qp->ibqp.state = IBV_QPS_RESET;
 	qp->ibqp.qp_type = IBV_QPT_RC;
 	qp->state = IBV_QPS_INIT;
 	qp->sq_sig_all = a->sq_sig_all != 0;
