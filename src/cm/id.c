@@ -56,6 +56,7 @@ struct sr_cm_id *sr_cm_id_new_locked(struct sr_cm_channel *chan, void *context,
 	id->afonly = -1;
 	id->tos = -1;
 	id->user_timeout_ms = -1;
+	id->ack_timeout = -1;
 	id->listen_h.fd = -1;
 	sr_list_init(&id->hs_list);
 	sr_list_init(&id->orphan_node);

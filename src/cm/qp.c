@@ -122,6 +122,11 @@ SR_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_at
 		qp_attr->max_rd_atomic = (uint8_t)SR_MIN(mpa.ord, 255);
 		qp_attr->rnr_retry = s->rnr_retry;
 		*qp_attr_mask = IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RNR_RETRY;
+		/* as the kernel CM: a set ACK_TIMEOUT becomes the QP's timeout attribute */
+		if (s->ack_timeout >= 0) {
+			qp_attr->timeout = (uint8_t)s->ack_timeout;
+			*qp_attr_mask |= IBV_QP_TIMEOUT;
+		}
 		break;
 	default:
 		err = EINVAL;

@@ -248,6 +248,7 @@ SR_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int at
 	attr->max_rd_atomic = qp->max_rd_atomic;
 	attr->max_dest_rd_atomic = qp->max_dest_rd_atomic;
 	attr->rnr_retry = qp->rnr_retry;
+	attr->timeout = qp->timeout;
 	attr->min_rnr_timer = qp->min_rnr_timer;
 	attr->sq_draining = qp->state == IBV_QPS_SQD && qp->sq_started > 0;
 	attr->en_sqd_async_notify = qp->sqd_notify;

@@ -148,6 +148,9 @@ SR_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int a
 		qp->rnr_retry = attr->rnr_retry;
 	if (attr_mask & IBV_QP_MIN_RNR_TIMER)
 		qp->min_rnr_timer = attr->min_rnr_timer;
+	/* TCP's own retransmission timing applies; the CM maps ACK_TIMEOUT to the socket. */
+	if (attr_mask & IBV_QP_TIMEOUT)
+		qp->timeout = attr->timeout;
 	qp->state = next;
 	qp->ibqp.state = next;
 	xops = qp->xops;

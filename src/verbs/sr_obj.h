@@ -265,6 +265,7 @@ struct sr_qp {
 	 * encodings of ibv_modify_qp(3); see sr_qp_rnr_bound_us) */
 	uint8_t rnr_retry;           /* 0-6 tries, 7 = without end */
 	uint8_t min_rnr_timer;       /* 0-31 */
+	uint8_t timeout;             /* IBV_QP_TIMEOUT as set, reported by ibv_query_qp only */
 	bool rq_wanted;              /* sr_rq_take() found the own RQ empty: kick on the next post */
 	enum ibv_qp_state state;     /* mirrors ibqp.state */
 	enum sr_qp_llp llp;          /* whether a connection may take it to RTS (qp_modify.c) */

@@ -349,6 +349,7 @@ static void qp_modify_attrs_and_query(void **state)
 	assert_int_equal(ibv_modify_qp(f.qp, &a, IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC), EINVAL);
 	assert_int_equal(f.qp->state, IBV_QPS_RTR);
 	a.max_rd_atomic = 8;
+	a.timeout = 14; /* reported back as set (rdma_cm's ACK_TIMEOUT reaches the QP so) */
 	assert_int_equal(ibv_modify_qp(f.qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 				       IBV_QP_MAX_QP_RD_ATOMIC), 0);
@@ -360,6 +361,7 @@ static void qp_modify_attrs_and_query(void **state)
 	assert_int_equal(q.qp_state, IBV_QPS_RTS);
 	assert_int_equal(q.qp_access_flags, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	assert_int_equal(q.max_rd_atomic, 4);
+	assert_int_equal(q.timeout, 14);
 	assert_int_equal(q.max_dest_rd_atomic, 16);
 	assert_int_equal(q.port_num, 1);
 	assert_in_range(q.path_mtu, IBV_MTU_256, IBV_MTU_4096);
