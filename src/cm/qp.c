@@ -278,6 +278,14 @@ SR_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 	pthread_mutex_lock(&sr_cm_lock);
 	qp = id->qp;
 	id->qp = NULL;
+	/*
+	 * Work in progress on the id (a failed connect moving the QP to ERR, a disconnect, a
+	 * removed device) read id->qp before and uses it without the lock while it holds the
+	 * id: wait for it, as rdma_destroy_id does, so the QP is never used after it is freed.
+	 * No such work waits on anything of the application's; the waits are short.
+	 */
+	while (qp && to_sr_id(id)->busy)
+		pthread_cond_wait(&sr_cm_cond, &sr_cm_lock);
 	pthread_mutex_unlock(&sr_cm_lock);
 	if (qp)
 		sr_cm_link_destroy_qp(to_sr_id(id), qp);
