@@ -241,6 +241,7 @@ struct sr_cm_id {
 	int afonly;                  /* -1: system default */
 	int tos;                     /* -1: not set */
 	int user_timeout_ms;         /* TCP_USER_TIMEOUT from ACK_TIMEOUT; -1: not set */
+	int ack_timeout;             /* ACK_TIMEOUT as given, for the QP's RTS; -1: not set */
 	struct sr_cm_dev *dev;       /* device the id is bound to, NULL until known */
 	/* The path rdma_resolve_addr found, watched for changes (netwatch.c); oif 0: none
 	 * (a local destination, or not resolved). */

@@ -56,6 +56,7 @@ struct sr_cm_id *sr_cm_id_new_locked(struct sr_cm_channel *chan, void *context,
 	id->afonly = -1;
 	id->tos = -1;
 	id->user_timeout_ms = -1;
+	id->ack_timeout = -1;
 	id->listen_h.fd = -1;
 	sr_list_init(&id->hs_list);
 	sr_list_init(&id->orphan_node);
@@ -80,6 +81,16 @@ void sr_cm_id_set_dev(struct sr_cm_id *id, struct sr_cm_dev *dev)
 	id->dev = dev;
 	id->id.verbs = dev->verbs;
 	id->id.port_num = 1;
+	/*
+	 * As librdmacm (cma.c, ucma_get_device): an id that has a device has that device's
+	 * default PD in id->pd, held until the id is destroyed (sr_cm_id_release), so
+	 * rdma_reg_msgs and QP creation on id->pd work. If it cannot be allocated now, QP
+	 * creation tries again (qp.c, sr_cm_id_pd).
+	 */
+	if (!id->id.pd && !id->uses_default_pd) {
+		id->id.pd = sr_cm_dev_get_pd(dev);
+		id->uses_default_pd = id->id.pd != NULL;
+	}
 }
 
 void sr_cm_id_hold(struct sr_cm_id *id)

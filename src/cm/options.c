@@ -101,6 +101,7 @@ static int sr_cm_set_id_option(struct sr_cm_id *s, int optname, const void *val,
 		if (len != sizeof(uint8_t) || s->id.qp_type != IBV_QPT_RC)
 			return -EINVAL;
 		s->user_timeout_ms = sr_cm_ack_timeout_ms(*(const uint8_t *)val);
+		s->ack_timeout = *(const uint8_t *)val;
 		sr_cm_apply_sockopts(s, sr_cm_id_sock(s));
 		return 0;
 	default:

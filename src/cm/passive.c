@@ -114,6 +114,7 @@ static void sr_cm_passive_request(struct sr_cm_conn *c)
 	sr_addr_store(&id->id.route.addr.dst_storage, (struct sockaddr *)&peer);
 	id->tos = l->tos;
 	id->user_timeout_ms = l->user_timeout_ms;
+	id->ack_timeout = l->ack_timeout;
 	sr_cm_apply_sockopts(id, c->sock.fd);
 	id->state = SR_CM_CONN_RECV;
 	id->peer = req;

@@ -111,9 +111,22 @@ SR_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_at
 			err = EINVAL;
 			break;
 		}
+		/* The application moves a QP of its own for this connection (rping -q): the
+		 * next QP of the device it takes to RTS is the connection's. */
+		if (!id->qp) {
+			const struct sr_priv_ops *ops = sr_cm_priv_ops(id->verbs);
+
+			if (ops && ops->llp_grant)
+				ops->llp_grant(id->verbs);
+		}
 		qp_attr->max_rd_atomic = (uint8_t)SR_MIN(mpa.ord, 255);
 		qp_attr->rnr_retry = s->rnr_retry;
 		*qp_attr_mask = IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RNR_RETRY;
+		/* as the kernel CM: a set ACK_TIMEOUT becomes the QP's timeout attribute */
+		if (s->ack_timeout >= 0) {
+			qp_attr->timeout = (uint8_t)s->ack_timeout;
+			*qp_attr_mask |= IBV_QP_TIMEOUT;
+		}
 		break;
 	default:
 		err = EINVAL;
@@ -265,6 +278,14 @@ SR_EXPORT void rdma_destroy_qp(struct rdma_cm_id *id)
 	pthread_mutex_lock(&sr_cm_lock);
 	qp = id->qp;
 	id->qp = NULL;
+	/*
+	 * Work in progress on the id (a failed connect moving the QP to ERR, a disconnect, a
+	 * removed device) read id->qp before and uses it without the lock while it holds the
+	 * id: wait for it, as rdma_destroy_id does, so the QP is never used after it is freed.
+	 * No such work waits on anything of the application's; the waits are short.
+	 */
+	while (qp && to_sr_id(id)->busy)
+		pthread_cond_wait(&sr_cm_cond, &sr_cm_lock);
 	pthread_mutex_unlock(&sr_cm_lock);
 	if (qp)
 		sr_cm_link_destroy_qp(to_sr_id(id), qp);
@@ -335,9 +356,13 @@ SR_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 /* RTR then RTS with what rdma_init_qp_attr gives for the negotiated connection. */
 int sr_cm_qp_to_rts(struct sr_cm_id *id, struct ibv_qp *qp)
 {
+	const struct sr_priv_ops *ops = sr_cm_priv_ops(qp->context);
 	struct ibv_qp_attr attr;
 	int mask, err;
 
+	/* the connection is ours: verbs lets the QP go to RTS (verbs/qp_modify.c) */
+	if (ops && ops->llp_claim)
+		ops->llp_claim(qp);
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTR;
 	if (rdma_init_qp_attr(&id->id, &attr, &mask))

@@ -17,7 +17,8 @@
  * entry serves devices whose transport is not linked in (no attach: EOPNOTSUPP in the CM).
  */
 static struct sr_priv_ops sr_priv_ops_by_kind[SR_XPORT_KINDS] = {
-	[SR_XPORT_NONE] = { .qp_by_num = sr_qp_by_num },
+	[SR_XPORT_NONE] = { .qp_by_num = sr_qp_by_num, .llp_claim = sr_qp_llp_claim,
+			    .llp_grant = sr_qp_llp_grant },
 };
 
 void sr_xport_register(const struct sr_xport_desc *d)
@@ -32,6 +33,8 @@ void sr_xport_register(const struct sr_xport_desc *d)
 		.attach = d->attach,
 		.disconnect = d->disconnect,
 		.qp_by_num = sr_qp_by_num,
+		.llp_claim = sr_qp_llp_claim,
+		.llp_grant = sr_qp_llp_grant,
 	};
 }
 

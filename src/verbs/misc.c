@@ -2,6 +2,9 @@
 /* sysfs helpers, fork support and the old kernel-ABI struct converters. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,11 +14,33 @@
 
 #include "verbs/sr_verbs.h"
 
-SR_EXPORT int ibv_get_sysfs_path(char *buf, size_t size)
-{
-	int n = snprintf(buf, size, "/sys");
+static const char *sr_sysfs_path;
+static pthread_once_t sr_sysfs_once = PTHREAD_ONCE_INIT;
 
-	return n < 0 || (size_t)n >= size ? -1 : 0;
+/* As rdma-core: SYSFS_PATH from the environment (unless set-uid), trailing '/'s dropped. */
+static void sr_sysfs_path_init(void)
+{
+	const char *env = getuid() == geteuid() ? getenv("SYSFS_PATH") : NULL;
+	char *path;
+	size_t len;
+
+	sr_sysfs_path = "/sys";
+	if (!env)
+		return;
+	path = strndup(env, PATH_MAX);
+	if (!path)
+		return;
+	len = strlen(path);
+	while (len > 0 && path[len - 1] == '/')
+		path[--len] = '\0';
+	sr_sysfs_path = path; /* lives as long as the process, like rdma-core's */
+}
+
+/* rdma-core's type: const char *(void), a string the caller must not free. */
+SR_EXPORT const char *ibv_get_sysfs_path(void)
+{
+	pthread_once(&sr_sysfs_once, sr_sysfs_path_init);
+	return sr_sysfs_path;
 }
 
 /* Reads dir/file into buf (NUL-terminated, trailing newline dropped); length or -1. */

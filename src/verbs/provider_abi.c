@@ -13,103 +13,71 @@
 #include <stddef.h>
 
 #include "common/sr_common.h"
+#include "verbs/rdma_core_private.h"
 
 SR_EXPORT bool verbs_allow_disassociate_destroy;
-
-struct verbs_device_ops;
 
 SR_EXPORT void verbs_register_driver_34(const struct verbs_device_ops *ops)
 {
 	(void)ops;
 }
 
-SR_EXPORT void __verbs_log(void *ctx, int level, const char *fmt, ...)
+SR_EXPORT void __verbs_log(struct verbs_context *ctx, uint32_t level, const char *fmt, ...)
 {
 	(void)ctx;
 	(void)level;
 	(void)fmt;
 }
 
-/* Unreachable without a provider device; arguments are deliberately not declared. */
-#define SR_PROVIDER_ONLY_PTR(name)        \
-	SR_EXPORT void *name(void);       \
-	SR_EXPORT void *name(void)        \
-	{                                 \
-		errno = EOPNOTSUPP;       \
-		return NULL;              \
-	}
+/*
+ * Unreachable without a provider device. The types are rdma-core's (verbs/
+ * rdma_core_private.h); the bodies fail without touching their arguments.
+ */
+SR_EXPORT void *_verbs_init_and_alloc_context(struct ibv_device *device, int cmd_fd,
+					      size_t alloc_size,
+					      struct verbs_context *context_offset,
+					      uint32_t driver_id)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
 
-#define SR_PROVIDER_ONLY(name)            \
-	SR_EXPORT int name(void);         \
-	SR_EXPORT int name(void)          \
-	{                                 \
-		return EOPNOTSUPP;        \
-	}
+SR_EXPORT struct ibv_context *verbs_open_device(struct ibv_device *device, void *private_data)
+{
+	errno = EOPNOTSUPP;
+	return NULL;
+}
 
-SR_PROVIDER_ONLY(__ioctl_final_num_attrs)
-SR_PROVIDER_ONLY_PTR(_verbs_init_and_alloc_context)
-SR_PROVIDER_ONLY(execute_ioctl)
-SR_PROVIDER_ONLY(ibv_cmd_advise_mr)
-SR_PROVIDER_ONLY(ibv_cmd_alloc_dm)
-SR_PROVIDER_ONLY(ibv_cmd_alloc_mw)
-SR_PROVIDER_ONLY(ibv_cmd_alloc_pd)
-SR_PROVIDER_ONLY(ibv_cmd_attach_mcast)
-SR_PROVIDER_ONLY(ibv_cmd_close_xrcd)
-SR_PROVIDER_ONLY(ibv_cmd_create_ah)
-SR_PROVIDER_ONLY(ibv_cmd_create_counters)
-SR_PROVIDER_ONLY(ibv_cmd_create_cq)
-SR_PROVIDER_ONLY(ibv_cmd_create_cq_ex)
-SR_PROVIDER_ONLY(ibv_cmd_create_flow)
-SR_PROVIDER_ONLY(ibv_cmd_create_flow_action_esp)
-SR_PROVIDER_ONLY(ibv_cmd_create_qp)
-SR_PROVIDER_ONLY(ibv_cmd_create_qp_ex)
-SR_PROVIDER_ONLY(ibv_cmd_create_qp_ex2)
-SR_PROVIDER_ONLY(ibv_cmd_create_rwq_ind_table)
-SR_PROVIDER_ONLY(ibv_cmd_create_srq)
-SR_PROVIDER_ONLY(ibv_cmd_create_srq_ex)
-SR_PROVIDER_ONLY(ibv_cmd_create_wq)
-SR_PROVIDER_ONLY(ibv_cmd_dealloc_mw)
-SR_PROVIDER_ONLY(ibv_cmd_dealloc_pd)
-SR_PROVIDER_ONLY(ibv_cmd_dereg_mr)
-SR_PROVIDER_ONLY(ibv_cmd_destroy_ah)
-SR_PROVIDER_ONLY(ibv_cmd_destroy_counters)
-SR_PROVIDER_ONLY(ibv_cmd_destroy_cq)
-SR_PROVIDER_ONLY(ibv_cmd_destroy_flow)
-SR_PROVIDER_ONLY(ibv_cmd_destroy_flow_action)
-SR_PROVIDER_ONLY(ibv_cmd_destroy_qp)
-SR_PROVIDER_ONLY(ibv_cmd_destroy_rwq_ind_table)
-SR_PROVIDER_ONLY(ibv_cmd_destroy_srq)
-SR_PROVIDER_ONLY(ibv_cmd_destroy_wq)
-SR_PROVIDER_ONLY(ibv_cmd_detach_mcast)
-SR_PROVIDER_ONLY(ibv_cmd_free_dm)
-SR_PROVIDER_ONLY(ibv_cmd_get_context)
-SR_PROVIDER_ONLY(ibv_cmd_modify_cq)
-SR_PROVIDER_ONLY(ibv_cmd_modify_flow_action_esp)
-SR_PROVIDER_ONLY(ibv_cmd_modify_qp)
-SR_PROVIDER_ONLY(ibv_cmd_modify_qp_ex)
-SR_PROVIDER_ONLY(ibv_cmd_modify_srq)
-SR_PROVIDER_ONLY(ibv_cmd_modify_wq)
-SR_PROVIDER_ONLY(ibv_cmd_open_qp)
-SR_PROVIDER_ONLY(ibv_cmd_open_xrcd)
-SR_PROVIDER_ONLY(ibv_cmd_poll_cq)
-SR_PROVIDER_ONLY(ibv_cmd_post_recv)
-SR_PROVIDER_ONLY(ibv_cmd_post_send)
-SR_PROVIDER_ONLY(ibv_cmd_post_srq_recv)
-SR_PROVIDER_ONLY(ibv_cmd_query_context)
-SR_PROVIDER_ONLY(ibv_cmd_query_device_any)
-SR_PROVIDER_ONLY(ibv_cmd_query_mr)
-SR_PROVIDER_ONLY(ibv_cmd_query_port)
-SR_PROVIDER_ONLY(ibv_cmd_query_qp)
-SR_PROVIDER_ONLY(ibv_cmd_query_srq)
-SR_PROVIDER_ONLY(ibv_cmd_read_counters)
-SR_PROVIDER_ONLY(ibv_cmd_reg_dm_mr)
-SR_PROVIDER_ONLY(ibv_cmd_reg_dmabuf_mr)
-SR_PROVIDER_ONLY(ibv_cmd_reg_mr)
-SR_PROVIDER_ONLY(ibv_cmd_req_notify_cq)
-SR_PROVIDER_ONLY(ibv_cmd_rereg_mr)
-SR_PROVIDER_ONLY(ibv_cmd_resize_cq)
-SR_PROVIDER_ONLY(ibv_read_ibdev_sysfs_file)
-SR_PROVIDER_ONLY(verbs_init_cq)
-SR_PROVIDER_ONLY_PTR(verbs_open_device)
-SR_PROVIDER_ONLY(verbs_set_ops)
-SR_PROVIDER_ONLY(verbs_uninit_context)
+SR_EXPORT void verbs_uninit_context(struct verbs_context *context)
+{
+}
+
+SR_EXPORT void verbs_set_ops(struct verbs_context *vctx, const struct verbs_context_ops *ops)
+{
+}
+
+SR_EXPORT void verbs_init_cq(struct ibv_cq *cq, struct ibv_context *context,
+			     struct ibv_comp_channel *channel, void *cq_context)
+{
+}
+
+SR_EXPORT unsigned int __ioctl_final_num_attrs(unsigned int num_attrs,
+					       struct ibv_command_buffer *link)
+{
+	return num_attrs;
+}
+
+SR_EXPORT int ibv_read_ibdev_sysfs_file(char *buf, size_t size,
+					struct verbs_sysfs_dev *sysfs_dev, const char *fnfmt, ...)
+{
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
+/* The command calls return an errno value, as rdma-core's do. */
+#define SR_DEFINE_INT_CALL(name, params) \
+	SR_EXPORT int name params        \
+	{                                \
+		return EOPNOTSUPP;       \
+	}
+SR_PROVIDER_INT_CALLS(SR_DEFINE_INT_CALL)

@@ -164,9 +164,12 @@ static struct ibv_qp *sr_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 	qp->ibqp.recv_cq = a->recv_cq;
 	qp->ibqp.srq = a->srq;
 	qp->ibqp.handle = qp->ibqp.qp_num;
+	/* Born in INIT, as a kernel iWARP QP reports itself to ibv_query_qp (siw's IDLE state
+	 * reads as INIT); the usual RESET->INIT move is INIT->INIT, which the state table
+	 * allows. The public field starts at RESET, where rdma-core's create sets it. */
 	qp->ibqp.state = IBV_QPS_RESET;
 	qp->ibqp.qp_type = IBV_QPT_RC;
-	qp->state = IBV_QPS_RESET;
+	qp->state = IBV_QPS_INIT;
 	qp->sq_sig_all = a->sq_sig_all != 0;
 	qp->pd = to_sr_pd(pd);
 	qp->scq = to_sr_cq(a->send_cq);
@@ -247,6 +250,7 @@ SR_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int at
 	attr->max_rd_atomic = qp->max_rd_atomic;
 	attr->max_dest_rd_atomic = qp->max_dest_rd_atomic;
 	attr->rnr_retry = qp->rnr_retry;
+	attr->timeout = qp->timeout;
 	attr->min_rnr_timer = qp->min_rnr_timer;
 	attr->sq_draining = qp->state == IBV_QPS_SQD && qp->sq_started > 0;
 	attr->en_sqd_async_notify = qp->sqd_notify;

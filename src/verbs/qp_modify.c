@@ -41,6 +41,44 @@ static bool sr_qp_state_valid(unsigned int s)
 	return s < SR_ARRAY_SIZE(sr_qp_legal) && s != IBV_QPS_UNKNOWN;
 }
 
+/*
+ * qp->lock held. A QP may go to RTS once the CM claimed it, or claims a grant the CM gave its
+ * context for a connection whose QP the application moves (rping -q). Lock order: qp->lock,
+ * then the context's lock (as for async events).
+ */
+static bool sr_qp_llp_take_locked(struct sr_qp *qp)
+{
+	struct sr_context *ctx = to_sr_ctx(qp->ibqp.context);
+
+	if (qp->llp == SR_QP_LLP_CM)
+		return true;
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->llp_grants > 0) {
+		ctx->llp_grants--;
+		qp->llp = SR_QP_LLP_CM;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return qp->llp == SR_QP_LLP_CM;
+}
+
+void sr_qp_llp_claim(struct ibv_qp *ibqp)
+{
+	struct sr_qp *qp = to_sr_qp(ibqp);
+
+	pthread_mutex_lock(&qp->lock);
+	qp->llp = SR_QP_LLP_CM;
+	pthread_mutex_unlock(&qp->lock);
+}
+
+void sr_qp_llp_grant(struct ibv_context *ibctx)
+{
+	struct sr_context *ctx = to_sr_ctx(ibctx);
+
+	pthread_mutex_lock(&ctx->lock);
+	ctx->llp_grants++;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 /* qp->lock held. Checks everything before anything changes (modify is all or nothing). */
 static int sr_qp_check_modify(struct sr_qp *qp, const struct ibv_qp_attr *attr, int mask,
 			      enum ibv_qp_state *new_state)
@@ -54,6 +92,10 @@ static int sr_qp_check_modify(struct sr_qp *qp, const struct ibv_qp_attr *attr, 
 		return EINVAL;
 	*new_state = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
 	if (!sr_qp_state_valid(*new_state) || !(sr_qp_legal[cur] & 1u << *new_state))
+		return EINVAL;
+	/* RTS needs a connection, as on siw: without one the send queue would never move. */
+	if (*new_state == IBV_QPS_RTS && (cur == IBV_QPS_INIT || cur == IBV_QPS_RTR) &&
+	    !sr_qp_llp_take_locked(qp))
 		return EINVAL;
 	if ((mask & IBV_QP_PORT) && attr->port_num != 1)
 		return EINVAL;
@@ -106,6 +148,9 @@ SR_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int a
 		qp->rnr_retry = attr->rnr_retry;
 	if (attr_mask & IBV_QP_MIN_RNR_TIMER)
 		qp->min_rnr_timer = attr->min_rnr_timer;
+	/* TCP's own retransmission timing applies; the CM maps ACK_TIMEOUT to the socket. */
+	if (attr_mask & IBV_QP_TIMEOUT)
+		qp->timeout = attr->timeout;
 	qp->state = next;
 	qp->ibqp.state = next;
 	xops = qp->xops;

@@ -63,6 +63,7 @@ int sr_query_device_ex(struct ibv_context *context, const struct ibv_query_devic
 		return EINVAL;
 	memset(&full, 0, sizeof(full));
 	sr_fill_device_attr(to_sr_ctx(context)->dev, &full.orig_attr);
+	full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt; /* as the kernel reports it */
 	/* No ODP, TSO, RSS, tag matching, timestamps or device memory: all zero. */
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
 	if (attr_size > sizeof(full))

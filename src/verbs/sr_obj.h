@@ -248,6 +248,16 @@ struct sr_qp_cq_link {
 	struct sr_cq *cq;
 };
 
+/*
+ * An iWARP QP reaches RTS only over a connection (kernel siw refuses RTS without its LLP
+ * socket, EINVAL): the CM claims a QP before it moves it there, or grants its context one
+ * move when the application moves a QP of its own (rdma_init_qp_attr without id->qp).
+ */
+enum sr_qp_llp {
+	SR_QP_LLP_NONE, /* no connection: RTS refused */
+	SR_QP_LLP_CM,   /* the CM connects it: RTS allowed */
+};
+
 struct sr_qp {
 	struct ibv_qp ibqp;
 	pthread_mutex_t lock;
@@ -263,8 +273,10 @@ struct sr_qp {
 	 * encodings of ibv_modify_qp(3); see sr_qp_rnr_bound_us) */
 	uint8_t rnr_retry;           /* 0-6 tries, 7 = without end */
 	uint8_t min_rnr_timer;       /* 0-31 */
+	uint8_t timeout;             /* IBV_QP_TIMEOUT as set, reported by ibv_query_qp only */
 	bool rq_wanted;              /* sr_rq_take() found the own RQ empty: kick on the next post */
 	enum ibv_qp_state state;     /* mirrors ibqp.state */
+	enum sr_qp_llp llp;          /* whether a connection may take it to RTS (qp_modify.c) */
 	/* SQ ring: posted WQEs in order; [head, head+count) live, the first `started` of them
 	 * handed to the transport */
 	void *sq_slots;
@@ -498,5 +510,8 @@ int sr_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 struct ibv_qp *sr_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
 /* The QP numbered qpn if it belongs to ctx, else NULL (sr_priv_ops.qp_by_num). */
 struct ibv_qp *sr_qp_by_num(struct ibv_context *ctx, uint32_t qpn);
+/* qp_modify.c: the CM's hold on a QP's way to RTS (struct sr_priv_ops) */
+void sr_qp_llp_claim(struct ibv_qp *ibqp);
+void sr_qp_llp_grant(struct ibv_context *ctx);
 
 #endif

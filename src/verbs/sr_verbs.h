@@ -14,15 +14,8 @@
 #include "engine/sr_engine.h"
 #include "netdev/sr_netdev.h"
 #include "transport/sr_xport.h"
+#include "verbs/rdma_core_private.h"
 #include "verbs/sr_limits.h"
-
-/* rdma-core's private header (driver.h) is not installed; these two match it. */
-enum ibv_gid_type_sysfs {
-	IBV_GID_TYPE_SYSFS_IB_ROCE_V1,
-	IBV_GID_TYPE_SYSFS_ROCE_V2,
-};
-int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
-		       enum ibv_gid_type_sysfs *type);
 
 /*
  * One soft iWARP device per network interface. Devices live in a process-wide registry and
@@ -64,6 +57,11 @@ struct sr_priv_ops {
 	/* The live QP numbered qpn on this context, or NULL (rdma_accept/rdma_establish with
 	 * conn_param->qp_num for QPs the application created itself, e.g. rping -q). */
 	struct ibv_qp *(*qp_by_num)(struct ibv_context *ctx, uint32_t qpn);
+	/* The CM connects this QP: ibv_modify_qp may take it to RTS (verbs/qp_modify.c). */
+	void (*llp_claim)(struct ibv_qp *qp);
+	/* The CM has a connection for a QP the application moves itself: the next unclaimed
+	 * QP of ctx moved to RTS is claimed for it. */
+	void (*llp_grant)(struct ibv_context *ctx);
 };
 
 struct sr_context {
@@ -76,6 +74,7 @@ struct sr_context {
 	struct sr_list dev_node;     /* in dev->contexts */
 	uint32_t epoch;              /* the engine's epoch at open: another one means fork()
 				      * (sr_ctx_inherited) */
+	unsigned int llp_grants;     /* sr_qp_llp_grant()s not yet used; under lock */
 };
 
 #define SR_CONTEXT_MAGIC 0x53526378u /* "SRcx" */

@@ -17,10 +17,22 @@
 
 /* ---- RC data path extras not offered (the objects live in pd.c, mr.c ... srq.c) ---- */
 
+/*
+ * What rdma-core 44 answers for a provider without rereg_mr (siw's): input it rejects
+ * itself is IBV_REREG_MR_ERR_INPUT with EINVAL, anything else reaches the provider and
+ * comes back IBV_REREG_MR_ERR_CMD with EOPNOTSUPP.
+ */
 SR_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 			   size_t length, int access)
 {
-	return IBV_REREG_MR_ERR_INPUT; /* ibv_rereg_mr(3): negative enum on failure */
+	if (!mr || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!length || !addr)) ||
+	    (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	errno = EOPNOTSUPP;
+	return IBV_REREG_MR_ERR_CMD;
 }
 
 SR_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)

@@ -248,6 +248,7 @@ static void fz_conn_run(const uint8_t *stream, size_t len, bool crc, uint16_t ir
 	ia.send_cq = ia.recv_cq = cq;
 	qp = ibv_create_qp(fz_pd[0], &ia);
 	CHECK(qp);
+	sr_qp_llp_claim(qp); /* the harness connects it, as the CM would */
 	CHECK(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS) == 0);
 	qa.qp_state = IBV_QPS_RTR;
 	CHECK(ibv_modify_qp(qp, &qa, IBV_QP_STATE) == 0);

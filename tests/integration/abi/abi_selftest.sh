@@ -19,7 +19,7 @@ failures=0
 bad() { echo "SELFTEST FAIL: $*"; failures=$((failures + 1)); }
 good() { echo "ok: $*"; }
 
-map_names() { awk -f "$abi_here/mapsyms.awk" "$1" | awk -F '\t' '$1 == "G" { print $3 }'; }
+map_names() { awk -f "$abi_here/../../../tools/mapsyms.awk" "$1" | awk -F '\t' '$1 == "G" { print $3 }'; }
 
 # stub OUTDIR SONAME VERSION-SCRIPT|- NAMES-FILE [OMIT...]
 stub() {
@@ -99,7 +99,7 @@ expect "version nodes catch a wrong SONAME" 1 "SONAME is 'libibverbs.so.2'" -- \
 for lib in libibverbs.so.1 librdmacm.so.1; do
 	awk -v l="$lib" '$3 == l { split($2, a, "@"); print a[2] "\t" a[1] }' "$T/all" | sort -u >"$T/$lib.imports"
 	m=$([ $lib = libibverbs.so.1 ] && echo "$IBV_MAP" || echo "$CM_MAP")
-	awk -f "$abi_here/mapsyms.awk" "$m" | awk -F '\t' -v OFS='\t' '$1 == "G" { print $2, $3 }' >>"$T/$lib.imports"
+	awk -f "$abi_here/../../../tools/mapsyms.awk" "$m" | awk -F '\t' -v OFS='\t' '$1 == "G" { print $2, $3 }' >>"$T/$lib.imports"
 	sort -u "$T/$lib.imports" | awk -F '\t' '
 		{ if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 }; names[$1] = names[$1] "\t\t" $2 ";\n" }
 		END { for (i = 1; i <= n; i++) printf "%s {\n\tglobal:\n%s\tlocal: *;\n};\n", order[i], names[order[i]] }' >"$T/$lib.map"

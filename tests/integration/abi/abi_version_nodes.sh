@@ -27,7 +27,7 @@ check_lib() { # SONAME MAPFILE EXPECTED-NODES
 	readelf -d -W "$lib" >"$d/dynamic" 2>&1 || { err "readelf -d failed: $(head -n 1 "$d/dynamic")"; return; }
 	readelf -V -W "$lib" >"$d/versions" 2>&1 || { err "readelf -V failed"; return; }
 	readelf --dyn-syms -W "$lib" >"$d/dynsym" 2>&1 || { err "readelf --dyn-syms failed"; return; }
-	awk -f "$abi_here/mapsyms.awk" "$map" >"$d/map"
+	awk -f "$abi_here/../../../tools/mapsyms.awk" "$map" >"$d/map"
 
 	# SONAME
 	n=$(sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p' "$d/dynamic")

@@ -8,9 +8,12 @@
  * the two halves of the dead-path case, run in two namespaces by cm_netns.sh.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <rdma/rdma_verbs.h>
 
 #include "cm_test.h"
 
@@ -243,6 +246,180 @@ static int t_reject_qp(void)
 	return 0;
 }
 
+/*
+ * As librdmacm: an id with a device (ADDR_RESOLVED, CONNECT_REQUEST) has the device's default
+ * PD in id->pd, so rdma_reg_msgs works before any QP and a QP created without a PD lands on
+ * it; it was NULL until the first QP.
+ */
+static int t_default_pd(void)
+{
+	struct side ls = { 0 }, c = { 0 }, s = { 0 };
+	struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1 };
+	struct rdma_cm_event *ev;
+	struct ibv_mr *msgs;
+	struct ibv_pd *pd;
+	char buf[32];
+	int port;
+
+	ls.ch = rdma_create_event_channel();
+	c.ch = rdma_create_event_channel();
+	CT_CHECK(ls.ch && c.ch);
+	if (listener(ls.ch, &ls.id, &port) || resolve(c.ch, port, &c.id))
+		return 1;
+	CT_CHECK(c.id->verbs && c.id->pd && c.id->pd->context == c.id->verbs);
+	pd = c.id->pd;
+	msgs = rdma_reg_msgs(c.id, buf, sizeof(buf));
+	CT_CHECK(msgs && msgs->pd == pd);
+	if (make_qp(&c))
+		return 1;
+	CT_CHECK(c.id->qp->pd == pd && c.id->pd == pd);
+	CT_CHECK(rdma_connect(c.id, &p) == 0);
+	ev = ct_expect(ls.ch, RDMA_CM_EVENT_CONNECT_REQUEST, 3000);
+	CT_CHECK(ev && ev->id->verbs && ev->id->pd && ev->id->pd->context == ev->id->verbs);
+	s.id = ev->id;
+	rdma_ack_cm_event(ev);
+	CT_CHECK(rdma_reject(s.id, NULL, 0) == 0);
+	ev = ct_expect(c.ch, RDMA_CM_EVENT_REJECTED, 3000);
+	CT_CHECK(ev && ev->id == c.id);
+	rdma_ack_cm_event(ev);
+	CT_CHECK(rdma_dereg_mr(msgs) == 0);
+	rdma_destroy_id(s.id);
+	s.id = NULL;
+	put_side(&c);
+	put_side(&ls);
+	return 0;
+}
+
+/*
+ * A rejected connect racing the application's rdma_destroy_qp (MPI ranks connecting to each
+ * other reject one of each pair and tear down): the CM moves the QP to ERR after dropping
+ * its lock; destroy must wait for that, or the flush runs on freed memory (ASan/TSan) and
+ * completions of WRs never posted reach the shared CQ. Each round posts receives with
+ * round-unique wr_ids; every completion on the shared CQ must be one of them, once.
+ */
+#define RD_ROUNDS 300
+#define RD_RECV 4
+
+struct rd_server {
+	struct rdma_event_channel *ch;
+	atomic_int stop;
+};
+
+static void *rd_reject_thread(void *arg)
+{
+	struct rd_server *sv = arg;
+
+	while (!atomic_load(&sv->stop)) {
+		struct rdma_cm_event *ev = ct_get(sv->ch, 100);
+		struct rdma_cm_id *req;
+
+		if (!ev)
+			continue;
+		req = ev->event == RDMA_CM_EVENT_CONNECT_REQUEST ? ev->id : NULL;
+		if (req)
+			rdma_reject(req, NULL, 0);
+		rdma_ack_cm_event(ev);
+		if (req)
+			rdma_destroy_id(req);
+	}
+	return NULL;
+}
+
+static int rd_poll(struct ibv_cq *cq, uint8_t *seen, uint64_t nposted)
+{
+	struct ibv_wc wc[16];
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 16, wc)) > 0) {
+		for (int i = 0; i < n; i++) {
+			uint64_t id = wc[i].wr_id;
+
+			if (id < 1000 || id - 1000 >= nposted || seen[id - 1000]) {
+				fprintf(stderr, "completion with wr_id %llu never posted (or twice)\n",
+					(unsigned long long)id);
+				return 1;
+			}
+			seen[id - 1000] = 1;
+		}
+	}
+	CT_CHECK(n == 0);
+	return 0;
+}
+
+static int t_reject_destroy(void)
+{
+	static uint8_t seen[RD_ROUNDS * RD_RECV];
+	struct rd_server sv = { 0 };
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *ls;
+	struct ibv_cq *cq = NULL;
+	struct ibv_pd *pd = NULL;
+	struct ibv_mr *mr = NULL;
+	uint8_t buf[64];
+	uint64_t nposted = 0;
+	pthread_t t;
+	int port;
+
+	sv.ch = rdma_create_event_channel();
+	ch = rdma_create_event_channel();
+	CT_CHECK(sv.ch && ch);
+	if (listener(sv.ch, &ls, &port))
+		return 1;
+	CT_CHECK(pthread_create(&t, NULL, rd_reject_thread, &sv) == 0);
+	for (int r = 0; r < RD_ROUNDS; r++) {
+		struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1 };
+		struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 2, .max_recv_wr = RD_RECV,
+							.max_send_sge = 1, .max_recv_sge = 1 },
+					       .qp_type = IBV_QPT_RC };
+		struct rdma_cm_event *ev;
+		struct rdma_cm_id *id;
+
+		if (resolve(ch, port, &id))
+			return 1;
+		if (!cq) {
+			pd = id->pd;
+			CT_CHECK(pd);
+			cq = ibv_create_cq(id->verbs, RD_ROUNDS * RD_RECV, NULL, NULL, 0);
+			mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+			CT_CHECK(cq && mr);
+		}
+		qa.send_cq = qa.recv_cq = cq;
+		CT_CHECK(rdma_create_qp(id, pd, &qa) == 0);
+		for (int k = 0; k < RD_RECV; k++) {
+			struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = sizeof(buf),
+					       .lkey = mr->lkey };
+			struct ibv_recv_wr wr = { .wr_id = 1000 + nposted, .sg_list = &sge,
+						  .num_sge = 1 };
+			struct ibv_recv_wr *bad;
+
+			CT_CHECK(ibv_post_recv(id->qp, &wr, &bad) == 0);
+			nposted++;
+		}
+		CT_CHECK(rdma_connect(id, &p) == 0);
+		/* vary the moment of destruction across the window of the Reject's arrival */
+		for (volatile int spin = 0; spin < (r % 50) * 2000; spin++)
+			;
+		rdma_destroy_qp(id);
+		ev = ct_get(ch, 5000);
+		CT_CHECK(ev && ev->id == id);
+		CT_CHECK(ev->event == RDMA_CM_EVENT_REJECTED ||
+			 ev->event == RDMA_CM_EVENT_CONNECT_ERROR);
+		rdma_ack_cm_event(ev);
+		rdma_destroy_id(id);
+		if (rd_poll(cq, seen, nposted))
+			return 1;
+	}
+	atomic_store(&sv.stop, 1);
+	pthread_join(t, NULL);
+	if (rd_poll(cq, seen, nposted))
+		return 1;
+	CT_CHECK(ibv_dereg_mr(mr) == 0 && ibv_destroy_cq(cq) == 0);
+	rdma_destroy_id(ls);
+	rdma_destroy_event_channel(ch);
+	rdma_destroy_event_channel(sv.ch);
+	return 0;
+}
+
 /* ---- a dead path under ACK_TIMEOUT: two processes, cm_netns.sh cuts the path ---- */
 
 #define DEAD_ACK_TIMEOUT 18 /* 4.096 us * 2^18 = 1.07 s */
@@ -349,6 +526,8 @@ static const struct ct_test tests[] = {
 	{ "disc_passive", t_disc_passive },
 	{ "disc_both", t_disc_both },
 	{ "reject_qp", t_reject_qp },
+	{ "default_pd", t_default_pd },
+	{ "reject_destroy", t_reject_destroy },
 	{ "serve", t_serve },
 	{ "dead_path", t_dead_path },
 };

@@ -432,6 +432,7 @@ static void t_poll_destroy_race(void **s)
 		a.pd = pd;
 		a.qp = ibv_create_qp(pd, &ia);
 		assert_non_null(a.qp);
+		sr_qp_llp_claim(a.qp); /* stands in for the CM */
 		assert_int_equal(qp_to(a.qp, IBV_QPS_INIT), 0);
 		assert_int_equal(qp_to(a.qp, IBV_QPS_RTR), 0);
 		assert_int_equal(qp_to(a.qp, IBV_QPS_RTS), 0);
@@ -492,6 +493,7 @@ static void t_poll_round_robin(void **s)
 		a[i].pd = pd;
 		a[i].qp = ibv_create_qp(pd, &ia);
 		assert_non_null(a[i].qp);
+		sr_qp_llp_claim(a[i].qp); /* stands in for the CM */
 		assert_int_equal(qp_to(a[i].qp, IBV_QPS_INIT), 0);
 		assert_int_equal(qp_to(a[i].qp, IBV_QPS_RTR), 0);
 		assert_int_equal(qp_to(a[i].qp, IBV_QPS_RTS), 0);

@@ -213,6 +213,7 @@ static inline void ep_create(struct ep *e, struct ibv_pd *pd, bool srq)
 	ia.srq = e->srq;
 	e->qp = ibv_create_qp(e->pd, &ia);
 	assert_non_null(e->qp);
+	sr_qp_llp_claim(e->qp); /* the test stands in for the CM that connects it */
 	assert_int_equal(qp_to(e->qp, IBV_QPS_INIT), 0);
 	assert_int_equal(qp_to(e->qp, IBV_QPS_RTR), 0);
 	assert_int_equal(qp_to(e->qp, IBV_QPS_RTS), 0);

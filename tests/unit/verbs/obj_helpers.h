@@ -104,6 +104,11 @@ static inline void fx_open_qp(struct fx *f, uint32_t wr, uint32_t sge, uint32_t 
 	f->ia = fx_qp_attr(f, wr, sge, inl);
 	f->qp = ibv_create_qp(f->pd, &f->ia);
 	assert_non_null(f->qp);
+	/* The fixture stands in for the CM, whose connection lets a QP reach RTS. */
+	sr_qp_llp_claim(f->qp);
+	/* A QP is born in INIT (as on siw); RESET is where ibv_modify_qp takes it. */
+	if (to == IBV_QPS_RESET)
+		assert_int_equal(fx_modify(f->qp, IBV_QPS_RESET), 0);
 	for (size_t i = 0; i < SR_ARRAY_SIZE(path) && to != IBV_QPS_RESET; i++) {
 		assert_int_equal(fx_modify(f->qp, path[i]), 0);
 		if (path[i] == to)

@@ -13,6 +13,20 @@
 #include "verbs/sr_verbs.h"
 #include "obj_helpers.h"
 
+/* rdma-core's const char *ibv_get_sysfs_path(void) (the build checks the type): the same
+ * string every call, "/sys" unless SYSFS_PATH says otherwise, without trailing slashes. */
+static void sysfs_path(void **state)
+{
+	const char *env = getenv("SYSFS_PATH");
+	const char *p = ibv_get_sysfs_path();
+
+	assert_non_null(p);
+	if (!env)
+		assert_string_equal(p, "/sys");
+	assert_true(strlen(p) == 1 || p[strlen(p) - 1] != '/');
+	assert_ptr_equal(ibv_get_sysfs_path(), p);
+}
+
 static void guid_from_mac(void **state)
 {
 	struct sr_netdev_link l = { .has_mac = true, .addr = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 } };
@@ -116,6 +130,7 @@ static void queries(void **state)
 	assert_int_equal(a.atomic_cap, IBV_ATOMIC_NONE);
 	assert_int_equal(ibv_query_device_ex(ctx, NULL, &ax), 0);
 	assert_memory_equal(&ax.orig_attr, &a, sizeof(a));
+	assert_int_equal(ax.phys_port_cnt_ex, 1); /* was left 0 */
 	assert_int_equal(ibv_query_device_ex(ctx, &(struct ibv_query_device_ex_input){ .comp_mask = 1 },
 					     &ax), EINVAL);
 
@@ -188,6 +203,7 @@ static void strings(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(sysfs_path),
 		cmocka_unit_test(guid_from_mac),
 		cmocka_unit_test(mtu_enum),
 		cmocka_unit_test(device_list_has_lo),

@@ -302,6 +302,7 @@ static void sq_sig_all(void **state)
 	a = fx_qp_attr(&f, 4, 1, 0);
 	a.sq_sig_all = 1;
 	qp = ibv_create_qp(f.pd, &a);
+	sr_qp_llp_claim(qp);
 	assert_int_equal(fx_modify(qp, IBV_QPS_INIT), 0);
 	assert_int_equal(fx_modify(qp, IBV_QPS_RTR), 0);
 	assert_int_equal(fx_modify(qp, IBV_QPS_RTS), 0);

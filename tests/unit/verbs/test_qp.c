@@ -24,7 +24,15 @@ static void qp_create_caps(void **state)
 	assert_true(a.cap.max_inline_data >= 64);
 	assert_int_not_equal(qp->qp_num, 0);
 	assert_true(qp->qp_num < (1u << 24));
-	assert_int_equal(qp->state, IBV_QPS_RESET);
+	/* ibv_query_qp reports a new RC QP in INIT, as kernel iWARP does */
+	assert_int_equal(qp->state, IBV_QPS_RESET); /* rdma-core's create sets the field so */
+	{
+		struct ibv_qp_attr sa;
+		struct ibv_qp_init_attr sia;
+
+		assert_int_equal(ibv_query_qp(qp, &sa, IBV_QP_STATE, &sia), 0);
+		assert_int_equal(sa.qp_state, IBV_QPS_INIT);
+	}
 	assert_int_equal(qp->qp_type, IBV_QPT_RC);
 	assert_ptr_equal(qp->qp_context, (void *)0x99);
 	assert_ptr_equal(qp->pd, f.pd);
@@ -111,6 +119,7 @@ static void qp_limits_as_advertised(void **state)
 	a = fx_qp_attr(&f, n, (uint32_t)da.max_sge, SR_MAX_INLINE);
 	qp = ibv_create_qp(f.pd, &a);
 	assert_non_null(qp);
+	sr_qp_llp_claim(qp); /* stands in for the CM */
 	assert_int_equal(a.cap.max_send_wr, n);
 	assert_int_equal(a.cap.max_recv_wr, n);
 	rss1 = rss_bytes();
@@ -189,6 +198,9 @@ static void drive(struct ibv_qp *qp, enum ibv_qp_state s)
 {
 	static const enum ibv_qp_state path[] = { IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS };
 
+	/* born in INIT; the table starts from RESET. The test stands in for the CM. */
+	assert_int_equal(fx_modify(qp, IBV_QPS_RESET), 0);
+	sr_qp_llp_claim(qp);
 	if (s == IBV_QPS_RESET)
 		return;
 	if (s == IBV_QPS_ERR) {
@@ -254,6 +266,40 @@ static void qp_state_table(void **state)
 	fx_close(&f);
 }
 
+/*
+ * An RC QP nobody connects cannot reach RTS (kernel siw: EINVAL, "no socket"); before, it
+ * went there, took WRs and never completed them. RTR stays allowed (siw accepts it).
+ * A claim by the CM, or one grant to the context, lets it through.
+ */
+static void qp_rts_needs_a_connection(void **state)
+{
+	struct ibv_qp_init_attr a;
+	struct ibv_qp *qp, *qp2;
+	struct fx f;
+
+	fx_open(&f);
+	a = fx_qp_attr(&f, 4, 1, 0);
+	qp = ibv_create_qp(f.pd, &a);
+	qp2 = ibv_create_qp(f.pd, &a);
+	assert_non_null(qp);
+	assert_non_null(qp2);
+	assert_int_equal(fx_modify(qp, IBV_QPS_INIT), 0);
+	assert_int_equal(fx_modify(qp, IBV_QPS_RTR), 0);
+	assert_int_equal(fx_modify(qp, IBV_QPS_RTS), EINVAL);
+	assert_int_equal(qp->state, IBV_QPS_RTR);
+	assert_int_equal(fx_modify(qp2, IBV_QPS_RTS), EINVAL); /* INIT -> RTS is illegal anyway */
+	/* one grant: the first QP taken to RTS gets it, the next is refused again */
+	to_sr_ctx(f.ctx)->priv_ops->llp_grant(f.ctx);
+	assert_int_equal(fx_modify(qp, IBV_QPS_RTS), 0);
+	assert_int_equal(fx_modify(qp2, IBV_QPS_RTR), 0);
+	assert_int_equal(fx_modify(qp2, IBV_QPS_RTS), EINVAL);
+	to_sr_ctx(f.ctx)->priv_ops->llp_claim(qp2);
+	assert_int_equal(fx_modify(qp2, IBV_QPS_RTS), 0);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	assert_int_equal(ibv_destroy_qp(qp2), 0);
+	fx_close(&f);
+}
+
 static void qp_modify_attrs_and_query(void **state)
 {
 	struct fx f;
@@ -303,6 +349,7 @@ static void qp_modify_attrs_and_query(void **state)
 	assert_int_equal(ibv_modify_qp(f.qp, &a, IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC), EINVAL);
 	assert_int_equal(f.qp->state, IBV_QPS_RTR);
 	a.max_rd_atomic = 8;
+	a.timeout = 14; /* reported back as set (rdma_cm's ACK_TIMEOUT reaches the QP so) */
 	assert_int_equal(ibv_modify_qp(f.qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 				       IBV_QP_MAX_QP_RD_ATOMIC), 0);
@@ -314,6 +361,7 @@ static void qp_modify_attrs_and_query(void **state)
 	assert_int_equal(q.qp_state, IBV_QPS_RTS);
 	assert_int_equal(q.qp_access_flags, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	assert_int_equal(q.max_rd_atomic, 4);
+	assert_int_equal(q.timeout, 14);
 	assert_int_equal(q.max_dest_rd_atomic, 16);
 	assert_int_equal(q.port_num, 1);
 	assert_in_range(q.path_mtu, IBV_MTU_256, IBV_MTU_4096);
@@ -459,6 +507,7 @@ int main(void)
 		cmocka_unit_test(qp_create_ex),
 		cmocka_unit_test(qp_state_table),
 		cmocka_unit_test(qp_modify_attrs_and_query),
+		cmocka_unit_test(qp_rts_needs_a_connection),
 		cmocka_unit_test(qp_users_block_destroy),
 		cmocka_unit_test(qp_sqd_drained_event),
 		cmocka_unit_test(qp_destroy_with_unread_event),

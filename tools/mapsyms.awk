@@ -1,4 +1,4 @@
-# Reads a GNU ld version script and prints, one per line:
+# Reads a GNU ld version script (the export maps in src/) and prints, one per line:
 #   N <TAB> node <TAB> parent      for every version node ("-" when it has no parent)
 #   G <TAB> node <TAB> name        for every name in a node's global: list
 # Handles /* */ and # comments; names may be glob patterns (the caller decides what to do).
