@@ -26,7 +26,7 @@ command -v unshare >/dev/null || skip "unshare not found"
 LIB=$(cd "$LIB" && pwd)
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/sr-pyverbs.XXXXXX") || fail "mktemp"
-NS=srpv$$
+NS=sr-pv-${SR_TEST_ID:-$$}
 cleanup() { ip netns del "$NS" 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
 cp -r "$SUITE" "$T/tests" && gunzip -f "$T"/tests/*.gz || fail "cannot copy the suite"
