@@ -32,8 +32,14 @@
  * socket (so a TCP server on the port makes our bind fail and we try the next port) and
  * refuses connect() for a 4-tuple already in use (including by TIME_WAIT sockets or other
  * processes' RDMA ids, which our table cannot see). When connect() says so (EADDRNOTAVAIL),
- * an implicitly bound id moves to another port before anything goes on the wire; the new
- * port is visible through rdma_get_src_port() from then on.
+ * an implicitly bound id lets the kernel choose its port at connect, as for a TCP client
+ * (IP_BIND_ADDRESS_NO_PORT), before anything goes on the wire; the new port is visible
+ * through rdma_get_src_port() from then on. The same happens at resolve when every port
+ * our table allows is held by sockets that do not share with ours (a plain TCP program's
+ * connections or their TIME_WAIT: the kernel refuses our bind, but its own choice at connect
+ * shares such ports by 4-tuple). The kernel's choice skips ports that someone bound
+ * explicitly (ours among them); only when it finds nothing are those tried, connecting on
+ * each, and then the connect fails with EADDRNOTAVAIL.
  *
  * Differences from the kernel CM, on purpose: an active id binds its route's source address,
  * not the wildcard, and loopback counts as a specific address for rule 2, so sharing follows
