@@ -109,12 +109,16 @@ static void sr_ps_read_reserved(void)
 }
 
 /*
- * Ports whose bind failed (EADDRINUSE, EACCES) since the range was last read: a socket of
- * another program that does not share holds them (a listener, or a plain TCP connection or
- * its TIME_WAIT). Forgotten at each re-read, so next to thousands of them a resolve storm costs
- * one failed bind per port and second rather than one per port and id.
+ * Ports whose bind failed (EADDRINUSE, EACCES) lately: a socket of another program that does
+ * not share holds them (a listener, or a plain TCP connection or its TIME_WAIT, which lasts
+ * 60 s). Next to thousands of them, finding out again costs a failed bind each (six system
+ * calls, under sr_cm_lock), so they are forgotten only every SR_PS_HELD_S seconds. A port
+ * remembered too long costs nothing but our own choice: an id that finds only such ports
+ * gets the kernel's choice, which may still pick them.
  */
+#define SR_PS_HELD_S 30
 static uint8_t sr_ps_held[65536 / 8];
+static time_t sr_ps_held_since;
 
 static bool sr_ps_is_held(uint16_t port)
 {
@@ -141,7 +145,10 @@ static void sr_ps_refresh_range(void)
 	sr_ps_range.lo = (uint16_t)lo;
 	sr_ps_range.hi = (uint16_t)hi;
 	sr_ps_read_reserved();
-	memset(sr_ps_held, 0, sizeof(sr_ps_held));
+	if (now.tv_sec - sr_ps_held_since >= SR_PS_HELD_S) {
+		memset(sr_ps_held, 0, sizeof(sr_ps_held));
+		sr_ps_held_since = now.tv_sec;
+	}
 	sr_ps_range.bindv6only = false;
 	f = fopen("/proc/sys/net/ipv6/bindv6only", "re");
 	if (f) {
@@ -397,7 +404,9 @@ static int sr_ps_alloc(struct sr_cm_id *id, const struct sockaddr *src, enum sr_
 		if (port == avoid || sr_ps_reserved(port) ||
 		    !sr_ps_port_unique(id, port, src, dst))
 			continue;
-		if (sr_ps_is_held(port)) {
+		if (kind == SR_CM_PORT_ACTIVE && sr_ps_is_held(port)) {
+			/* per port, not per address: at worst an id of another source address
+			 * also gets the kernel's choice */
 			held = true;
 			continue;
 		}
