@@ -72,21 +72,28 @@ run() {
 }
 sum() { cat "$work/$1".c* | awk -v k="$2" '$1 == k { s += $2 } END { print s + 0 }'; }
 maxv() { cat "$work/$1".c* | awk -v k="$2" '$1 == k && $2 > m { m = $2 } END { print m + 0 }'; }
-fails() { cat "$work/$1".c* | awk '$1 == "fail" { c[$2] += $3 } END { for (k in c) printf "%s %d; ", k, c[k] }'; }
+fails() {
+	cat "$work/$1".c* | awk '$1 == "fail" { c[$2] += $3 } END { for (k in c) printf "%s %d; ", k, c[k] }'
+}
+row() { # row NAME LABEL
+	printf '| %s | %s | %s (%s) | %s | %s ms | %s s |\n' "$2" "$(sum "$1" established)" \
+		"$(sum "$1" failed)" "$(fails "$1")" "$(cat "$work/$1.distinct")" \
+		"$(maxv "$1" slowest_ms)" "$(cat "$work/$1.secs")"
+}
 
 run tcp -T
 run rdma
-echo "### Port space: $K clients x $N connections to $S servers x $L listeners ($(date -u +%Y-%m-%d), $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null))"
-echo
-echo "Machine: $(nproc) CPUs, $(uname -r). Other program's connections left in TIME_WAIT first: $TW."
-echo "Command: \`sudo bench/ports.sh build $K $N $S $TW\`"
-echo
-echo "| | established | failed (how) | distinct client ports | slowest attempt | all ended after |"
-echo "| --- | ---: | --- | ---: | ---: | ---: |"
-for m in tcp rdma; do
-	echo "| $([ $m = tcp ] && echo "TCP connect()" || echo rdma_cm) | $(sum $m established) | $(sum $m failed) ($(fails $m)) | $(cat "$work/$m.distinct") | $(maxv $m slowest_ms) ms | $(cat "$work/$m.secs") s |"
-done
-for m in rdma; do
-	echo
-	echo "rdma_cm servers: $(cat "$work"/$m.s* | awk '$1 == "server_lost" { s += $2 } END { print s + 0 }') requests accepted that never reached ESTABLISHED."
-done
+lost=$(cat "$work"/rdma.s* | awk '$1 == "server_lost" { s += $2 } END { print s + 0 }')
+cat <<EOT
+### Port space: $K clients x $N connections to $S servers x $L listeners ($(date -u +%Y-%m-%d), $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null))
+
+Machine: $(nproc) CPUs, $(uname -r). Another program's connections left in TIME_WAIT first: $TW.
+Command: \`sudo bench/ports.sh ${1:-build} $K $N $S $TW $L\`
+
+| | established | failed (how) | distinct client ports | slowest attempt | all ended after |
+| --- | ---: | --- | ---: | ---: | ---: |
+$(row tcp "TCP connect()")
+$(row rdma rdma_cm)
+
+rdma_cm servers: $lost requests accepted that never reached ESTABLISHED.
+EOT

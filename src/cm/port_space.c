@@ -479,7 +479,8 @@ static void sr_ps_learn(struct sr_cm_id *id, int fd)
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
 
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0 || !sr_addr_port((struct sockaddr *)&ss))
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
+	    !sr_addr_port((struct sockaddr *)&ss))
 		return; /* cannot happen after connect(); the id then just stays out of the table */
 	sr_addr_store(&id->id.route.addr.src_storage, (struct sockaddr *)&ss);
 	sr_ps_link(id, sr_addr_port((struct sockaddr *)&ss), SR_CM_PORT_ACTIVE);
