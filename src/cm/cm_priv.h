@@ -220,6 +220,8 @@ enum sr_cm_port_kind {
 	SR_CM_PORT_NONE,   /* no port: unbound, or a request id (accepted ids use none) */
 	SR_CM_PORT_BOUND,  /* explicit bind, listener: never shared but through REUSEADDR */
 	SR_CM_PORT_ACTIVE, /* implicit bind at rdma_resolve_addr: shared by distinct tuples */
+	SR_CM_PORT_KERNEL, /* implicit bind whose port the kernel picks at connect (port 0 and
+			    * unlisted until then): every port we could choose was taken */
 };
 
 struct sr_cm_id {

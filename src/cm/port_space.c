@@ -32,8 +32,14 @@
  * socket (so a TCP server on the port makes our bind fail and we try the next port) and
  * refuses connect() for a 4-tuple already in use (including by TIME_WAIT sockets or other
  * processes' RDMA ids, which our table cannot see). When connect() says so (EADDRNOTAVAIL),
- * an implicitly bound id moves to another port before anything goes on the wire; the new
- * port is visible through rdma_get_src_port() from then on.
+ * an implicitly bound id lets the kernel choose its port at connect, as for a TCP client
+ * (IP_BIND_ADDRESS_NO_PORT), before anything goes on the wire; the new port is visible
+ * through rdma_get_src_port() from then on. The same happens at resolve when every port
+ * our table allows is held by sockets that do not share with ours (a plain TCP program's
+ * connections or their TIME_WAIT: the kernel refuses our bind, but its own choice at connect
+ * shares such ports by 4-tuple). The kernel's choice skips ports that someone bound
+ * explicitly (ours among them); only when it finds nothing are those tried, connecting on
+ * each, and then the connect fails with EADDRNOTAVAIL.
  *
  * Differences from the kernel CM, on purpose: an active id binds its route's source address,
  * not the wildcard, and loopback counts as a specific address for rule 2, so sharing follows
@@ -102,6 +108,23 @@ static void sr_ps_read_reserved(void)
 	}
 }
 
+/*
+ * Ports whose bind failed (EADDRINUSE, EACCES) lately: a socket of another program that does
+ * not share holds them (a listener, or a plain TCP connection or its TIME_WAIT, which lasts
+ * 60 s). Next to thousands of them, finding out again costs a failed bind each (six system
+ * calls, under sr_cm_lock), so they are forgotten only every SR_PS_HELD_S seconds. A port
+ * remembered too long costs nothing but our own choice: an id that finds only such ports
+ * gets the kernel's choice, which may still pick them.
+ */
+#define SR_PS_HELD_S 30
+static uint8_t sr_ps_held[65536 / 8];
+static time_t sr_ps_held_since;
+
+static bool sr_ps_is_held(uint16_t port)
+{
+	return sr_ps_held[port / 8] & (1u << (port % 8));
+}
+
 static void sr_ps_refresh_range(void)
 {
 	unsigned int lo = 32768, hi = 60999;
@@ -122,6 +145,10 @@ static void sr_ps_refresh_range(void)
 	sr_ps_range.lo = (uint16_t)lo;
 	sr_ps_range.hi = (uint16_t)hi;
 	sr_ps_read_reserved();
+	if (now.tv_sec - sr_ps_held_since >= SR_PS_HELD_S) {
+		memset(sr_ps_held, 0, sizeof(sr_ps_held));
+		sr_ps_held_since = now.tv_sec;
+	}
 	sr_ps_range.bindv6only = false;
 	f = fopen("/proc/sys/net/ipv6/bindv6only", "re");
 	if (f) {
@@ -261,6 +288,10 @@ void sr_cm_port_release_locked(struct sr_cm_id *id)
 	sr_cm_assert_locked();
 	if (id->port_kind == SR_CM_PORT_NONE)
 		return;
+	if (id->port_kind == SR_CM_PORT_KERNEL) { /* no port yet: in no list */
+		id->port_kind = SR_CM_PORT_NONE;
+		return;
+	}
 	for (pp = &sr_port_owners[id->port]; *pp; pp = &(*pp)->port_next) {
 		if (*pp == id) {
 			*pp = id->port_next;
@@ -271,8 +302,13 @@ void sr_cm_port_release_locked(struct sr_cm_id *id)
 	id->port_kind = SR_CM_PORT_NONE;
 }
 
-/* A non-blocking TCP socket with the id's options, bound to addr; fd or negative errno. */
-static int sr_ps_socket(const struct sr_cm_id *id, const struct sockaddr *addr)
+/*
+ * A non-blocking TCP socket with the id's options, bound to addr; fd or negative errno. With
+ * no_port (addr's port is 0) the bind takes the address only and connect() picks the port,
+ * as for a plain TCP client: among every port nobody bound explicitly, one whose 4-tuple is
+ * free (IP_BIND_ADDRESS_NO_PORT).
+ */
+static int sr_ps_socket(const struct sr_cm_id *id, const struct sockaddr *addr, bool no_port)
 {
 	int fd, one = 1, err;
 
@@ -288,6 +324,8 @@ static int sr_ps_socket(const struct sr_cm_id *id, const struct sockaddr *addr)
 	 * inherit it from their listener, rather than per connection at the QP's attach. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	sr_cm_apply_sockopts(id, fd); /* TOS, the ACK timeout */
+	if (no_port)
+		setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
 	if (bind(fd, addr, sr_addr_len(addr)) < 0) {
 		err = -errno;
 		close(fd);
@@ -310,16 +348,50 @@ static void sr_ps_take(struct sr_cm_id *id, int fd, const struct sockaddr *addr,
 }
 
 /*
+ * The id's port is left to the kernel's choice at connect (SR_CM_PORT_KERNEL): a socket bound
+ * to src's address only. Until connect the id has port 0 and is in no list.
+ */
+static int sr_ps_defer(struct sr_cm_id *id, const struct sockaddr *src)
+{
+	struct sockaddr_storage a;
+	int fd;
+
+	memcpy(&a, src, sr_addr_len(src));
+	sr_addr_set_port((struct sockaddr *)&a, 0);
+	fd = sr_ps_socket(id, (struct sockaddr *)&a, true);
+	if (fd < 0)
+		return fd;
+	sr_addr_store(&id->id.route.addr.src_storage, (struct sockaddr *)&a);
+	id->fd = fd;
+	id->port = 0;
+	id->port_kind = SR_CM_PORT_KERNEL;
+	return 0;
+}
+
+/* connect() on a non-blocking socket: 0, -EINPROGRESS or another negative errno. */
+static int sr_ps_connect(int fd, const struct sockaddr *dst)
+{
+	return connect(fd, dst, sr_addr_len(dst)) == 0 ? 0 : -errno;
+}
+
+/*
  * Rule 2: the first port from a random start that is unique for (src, dst) and that the
- * kernel lets us bind, other than avoid (0: none). The id then holds it (id->fd bound,
- * its address updated). Returns 0 or a negative errno.
+ * kernel lets us bind, other than avoid (0: none); with connect_too, also one on which
+ * connect() finds the 4-tuple free (its result is returned: 0, -EINPROGRESS, or an error of
+ * the connection itself). The id then holds it (id->fd bound, its address updated).
+ *
+ * An active id for which every unique port is held by someone else's socket (a listener, a
+ * plain TCP connection or its TIME_WAIT: they do not share with SO_REUSEADDR sockets) is left
+ * to the kernel's choice at connect, which shares such ports by 4-tuple as TCP's connect()
+ * does; without unique ports at all, or without any in a scan at connect, -EADDRNOTAVAIL.
  */
 static int sr_ps_alloc(struct sr_cm_id *id, const struct sockaddr *src, enum sr_cm_port_kind kind,
-		       uint16_t avoid)
+		       uint16_t avoid, bool connect_too)
 {
 	const struct sockaddr *dst = &id->id.route.addr.dst_addr;
 	struct sockaddr_storage a;
 	uint32_t n, start, i;
+	bool held = false;
 
 	sr_ps_refresh_range();
 	n = (uint32_t)sr_ps_range.hi - sr_ps_range.lo + 1;
@@ -327,20 +399,38 @@ static int sr_ps_alloc(struct sr_cm_id *id, const struct sockaddr *src, enum sr_
 	memcpy(&a, src, sr_addr_len(src));
 	for (i = 0; i < n; i++) {
 		uint16_t port = (uint16_t)(sr_ps_range.lo + (start + i) % n);
-		int fd;
+		int fd, err = 0;
 
 		if (port == avoid || sr_ps_reserved(port) ||
 		    !sr_ps_port_unique(id, port, src, dst))
 			continue;
+		if (kind == SR_CM_PORT_ACTIVE && sr_ps_is_held(port)) {
+			/* per port, not per address: at worst an id of another source address
+			 * also gets the kernel's choice */
+			held = true;
+			continue;
+		}
 		sr_addr_set_port((struct sockaddr *)&a, port);
-		fd = sr_ps_socket(id, (struct sockaddr *)&a);
-		if (fd == -EADDRINUSE || fd == -EACCES)
-			continue; /* a listener or a non-sharing socket of someone else */
+		fd = sr_ps_socket(id, (struct sockaddr *)&a, false);
+		if (fd == -EADDRINUSE || fd == -EACCES) {
+			sr_ps_held[port / 8] |= (uint8_t)(1u << (port % 8));
+			held = true;
+			continue;
+		}
 		if (fd < 0)
 			return fd;
+		if (connect_too) {
+			err = sr_ps_connect(fd, dst);
+			if (err == -EADDRNOTAVAIL) { /* taken where our table cannot see */
+				close(fd);
+				continue;
+			}
+		}
 		sr_ps_take(id, fd, (struct sockaddr *)&a, kind);
-		return 0;
+		return err;
 	}
+	if (kind == SR_CM_PORT_ACTIVE && held && !connect_too)
+		return sr_ps_defer(id, src);
 	return -EADDRNOTAVAIL;
 }
 
@@ -350,11 +440,11 @@ int sr_cm_port_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr)
 
 	sr_cm_assert_locked();
 	if (!sr_addr_port(addr))
-		return sr_ps_alloc(id, addr, SR_CM_PORT_BOUND, 0);
+		return sr_ps_alloc(id, addr, SR_CM_PORT_BOUND, 0, false);
 	err = sr_ps_check_explicit(id, addr, id->reuseaddr);
 	if (err)
 		return err;
-	fd = sr_ps_socket(id, addr);
+	fd = sr_ps_socket(id, addr, false);
 	if (fd < 0)
 		return fd;
 	sr_ps_take(id, fd, addr, SR_CM_PORT_BOUND);
@@ -366,7 +456,7 @@ int sr_cm_port_bind_active_locked(struct sr_cm_id *id, const struct sockaddr *sr
 	sr_cm_assert_locked();
 	if (sr_addr_port(src))
 		return sr_cm_port_bind_locked(id, src);
-	return sr_ps_alloc(id, src, SR_CM_PORT_ACTIVE, 0);
+	return sr_ps_alloc(id, src, SR_CM_PORT_ACTIVE, 0, false);
 }
 
 int sr_cm_port_listen_locked(struct sr_cm_id *id)
@@ -383,39 +473,66 @@ int sr_cm_port_listen_locked(struct sr_cm_id *id)
 	return 0;
 }
 
-/* How often connect() may find an implicitly chosen tuple taken before we give up. */
-#define SR_PS_CONNECT_TRIES 16
+/* A kernel-chosen port is known once connect() ran: enter it in the table (lock held). */
+static void sr_ps_learn(struct sr_cm_id *id, int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
+	    !sr_addr_port((struct sockaddr *)&ss))
+		return; /* cannot happen after connect(); the id then just stays out of the table */
+	sr_addr_store(&id->id.route.addr.src_storage, (struct sockaddr *)&ss);
+	sr_ps_link(id, sr_addr_port((struct sockaddr *)&ss), SR_CM_PORT_ACTIVE);
+}
+
+/*
+ * The id gives up its socket *fd (the caller's) and its port, before anything went on the
+ * wire: connect() found the 4-tuple taken.
+ */
+static void sr_ps_drop(struct sr_cm_id *id, int *fd)
+{
+	sr_cm_port_release_locked(id);
+	close(*fd);
+	*fd = -1;
+	id->fd = -1;
+}
 
 int sr_cm_port_connect_locked(struct sr_cm_id *id, int *fd)
 {
 	const struct sockaddr *dst = &id->id.route.addr.dst_addr;
 	struct sockaddr_storage src;
-	int tries = 0, err;
-	uint16_t taken;
+	uint16_t taken = id->port;
+	int err;
 
 	sr_cm_assert_locked();
-	for (;;) {
-		if (connect(*fd, dst, sr_addr_len(dst)) == 0)
-			return 0;
-		err = -errno;
-		if (err != -EADDRNOTAVAIL || id->port_kind != SR_CM_PORT_ACTIVE ||
-		    ++tries > SR_PS_CONNECT_TRIES)
-			return err;
-		/* The tuple is in use where our table cannot see: another process, or a
-		 * TIME_WAIT socket. Nothing is on the wire yet; move to another port. */
-		sr_dbg("id %p: port %u taken for this destination; choosing another",
-		       (void *)id, id->port);
-		memcpy(&src, &id->id.route.addr.src_storage, sizeof(src));
-		sr_addr_set_port((struct sockaddr *)&src, 0);
-		taken = id->port;
-		sr_cm_port_release_locked(id);
-		close(*fd);
-		*fd = -1;
-		id->fd = -1;
-		err = sr_ps_alloc(id, (struct sockaddr *)&src, SR_CM_PORT_ACTIVE, taken);
+	memcpy(&src, &id->id.route.addr.src_storage, sizeof(src));
+	sr_addr_set_port((struct sockaddr *)&src, 0);
+	err = sr_ps_connect(*fd, dst);
+	if (err == -EADDRNOTAVAIL && id->port_kind == SR_CM_PORT_ACTIVE) {
+		/* Our choice's tuple is in use where our table cannot see: another process, or
+		 * a TIME_WAIT socket. Let the kernel choose, as for a plain TCP client. */
+		sr_dbg("id %p: port %u taken for this destination; the kernel chooses",
+		       (void *)id, taken);
+		sr_ps_drop(id, fd);
+		err = sr_ps_defer(id, (struct sockaddr *)&src);
 		if (err)
 			return err;
 		*fd = id->fd;
 		id->fd = -1; /* the caller's *fd owns it */
+		err = sr_ps_connect(*fd, dst);
 	}
+	if (err == -EADDRNOTAVAIL && id->port_kind == SR_CM_PORT_KERNEL) {
+		/* No free tuple on a port nobody bound explicitly; the kernel skips ports that
+		 * are (our own processes' among them), which may still have one: try those. */
+		sr_dbg("id %p: the kernel found no free tuple; trying bound ports", (void *)id);
+		sr_ps_drop(id, fd);
+		err = sr_ps_alloc(id, (struct sockaddr *)&src, SR_CM_PORT_ACTIVE, taken, true);
+		*fd = id->fd;
+		id->fd = -1;
+		return err;
+	}
+	if ((err == 0 || err == -EINPROGRESS) && id->port_kind == SR_CM_PORT_KERNEL)
+		sr_ps_learn(id, *fd);
+	return err;
 }

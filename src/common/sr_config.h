@@ -13,11 +13,17 @@ struct sr_tunable {
 	const char *name;     /* environment variable */
 	const char *def;      /* default, as text */
 	const char *doc;
+	bool secure;          /* names a path or weakens a check: secure_getenv (config.c) */
 };
 
-/* Value of a registered tunable (environment or default). Unknown names abort in debug. */
+/*
+ * Value of a registered tunable (environment or default). Unknown names abort in debug. A
+ * secure tunable has its default in a set-user-ID or set-group-ID program.
+ */
 const char *sr_config_str(const char *name);
 long sr_config_long(const char *name);
+/* Whether the environment sets the secure tunable name but this program may not use it. */
+bool sr_config_withheld(const char *name);
 bool sr_config_bool(const char *name);
 /* A bound in milliseconds: the tunable when it is 1 to 600000, else def. */
 unsigned int sr_config_ms(const char *name, unsigned int def);
