@@ -16,7 +16,7 @@ ports="$SR_BINDIR/ports"
 [ -x "$ports" ] || sr_fail "$ports not built"
 K=3 N=150 TW=60
 work=$(mktemp -d)
-trap 'exec 3>&- 4>&- 2>/dev/null; rm -rf "$work"; sr_cleanup' EXIT
+trap 'exec 3>&- 4>&- 2>/dev/null; rm -rf "$work"' EXIT
 
 # run_set NAME [-T]: one set in a fresh namespace; results in $work/NAME.*
 run_set() {

@@ -9,7 +9,7 @@ probe="$SR_TESTBIN/log_probe"
 [ -x "$probe" ] || sr_fail "$probe not built"
 
 dir=$(mktemp -d /tmp/sr-logfile.XXXXXX) || sr_fail "mktemp"
-trap 'rm -rf "$dir"; sr_cleanup' EXIT
+trap 'rm -rf "$dir"' EXIT
 chmod 755 "$dir"
 export SOFTRDMA_LOG_LEVEL=4
 
