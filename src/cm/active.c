@@ -194,6 +194,30 @@ static void sr_cm_active_reply(struct sr_cm_conn *c)
 	sr_cm_id_unhold(id);
 }
 
+/*
+ * Read what there is of the Reply (lock held). Returns true when the handshake is over (the
+ * Reply taken, or a failure reported): then c may be gone and the lock is released; false
+ * when the Reply is not complete yet (still locked).
+ */
+static bool sr_cm_active_read_reply(struct sr_cm_conn *c)
+{
+	int r = sr_cm_conn_read_frame(c, true);
+
+	if (r == 0)
+		return false;
+	if (r == -ECONNRESET || r == -EPIPE) {
+		/* the responder dropped us: no listener left, backlog, its timeout */
+		sr_cm_active_fail(c, RDMA_CM_EVENT_REJECTED, -ECONNRESET, NULL);
+		return true;
+	}
+	if (r < 0) {
+		sr_cm_active_fail(c, RDMA_CM_EVENT_CONNECT_ERROR, r, NULL);
+		return true;
+	}
+	sr_cm_active_reply(c); /* unlocks */
+	return true;
+}
+
 void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events)
 {
 	socklen_t len = sizeof(int);
@@ -247,20 +271,9 @@ void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events)
 		}
 		break;
 	case SR_CONN_READ_REPLY:
-		r = sr_cm_conn_read_frame(c, true);
-		if (r == 0)
-			break;
-		if (r == -ECONNRESET || r == -EPIPE) {
-			/* the responder dropped us: no listener left, backlog, its timeout */
-			sr_cm_active_fail(c, RDMA_CM_EVENT_REJECTED, -ECONNRESET, NULL);
+		if (sr_cm_active_read_reply(c))
 			return;
-		}
-		if (r < 0) {
-			sr_cm_active_fail(c, RDMA_CM_EVENT_CONNECT_ERROR, r, NULL);
-			return;
-		}
-		sr_cm_active_reply(c); /* unlocks */
-		return;
+		break;
 	default:
 		break;
 	}
@@ -279,6 +292,14 @@ void sr_cm_active_timeout(struct sr_cm_conn *c)
 		pthread_mutex_unlock(&sr_cm_lock);
 		return;
 	}
+	/*
+	 * The Reply may be in the socket already: when the engine runs late (a loaded host, a
+	 * batch of many ready sockets), an expired timer can come before the socket's own
+	 * event although the Reply arrived in time. Take it rather than report UNREACHABLE to
+	 * us and a connection the responder accepted in time gone to it.
+	 */
+	if (c->phase == SR_CONN_READ_REPLY && sr_cm_active_read_reply(c))
+		return;
 	sr_cm_active_fail(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
 }
 
