@@ -5,6 +5,8 @@
  *
  *   build/tests/fuzz_gen_corpus tests/fuzz/corpus
  *
+ * fuzz_roce_packet gets one datagram per RoCE opcode (roce/fz_roce.h).
+ *
  * fuzz_iwarp_mpa_rr's and fuzz_iwarp_fpdu's hand-made seeds predate it and are kept as they
  * are; the files written here start with "gen_".
  */
@@ -14,6 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "roce/fz_roce.h"
+#include "roce/packet.h"
 #include "transport/fz_build.h"
 
 static const char *root;
@@ -195,6 +199,47 @@ int main(int argc, char **argv)
 				stream[n++] = 0;
 			put("fuzz_cm_pd", reqs[i].name, stream, (size_t)n);
 		}
+	}
+
+	/*
+	 * roce_packet: every opcode the codec knows, with its ICRC for the flow byte 0 names
+	 * (IPv4 for even opcodes, IPv6 for odd), 5 bytes of payload where there is one; every
+	 * other seed asks the harness to repair the ICRC of what mutation makes of it.
+	 */
+	for (unsigned int oc = 0; oc < 256; oc++) {
+		const struct sr_roce_opinfo *op = sr_roce_opinfo((uint8_t)oc);
+		const struct sr_icrc_flow *f = oc & 1 ? &fz_roce_flow6 : &fz_roce_flow4;
+		struct sr_roce_pkt p = {
+			.opcode = (uint8_t)oc, .pkey = SR_ROCE_PKEY_DEFAULT, .dqpn = 0x11 + oc,
+			.ackreq = !(oc & 0x20), .psn = 0xfffff0 + (oc & 15), .qkey = 0x01234567,
+			.sqpn = 0x12, .flush_sel = 1, .flush_plt = 1, .va = 0x7f0000001000,
+			.rkey = 0x1234, .dma_len = 5, .swap_add = 1, .compare = 2,
+			.syndrome = SR_AETH_ACK_NO_CREDIT, .msn = 3, .orig = 4, .imm = 0xabcd,
+			.inv_rkey = 0x1234,
+		};
+		uint8_t *dg = stream + 1;
+		struct sr_icrc c;
+		size_t plen, len;
+		ssize_t h;
+		char name[64];
+
+		if (!op)
+			continue;
+		plen = op->payload_fixed ? op->payload_fixed : op->flags & SR_ROCE_F_PAYLOAD ? 5 : 0;
+		h = sr_roce_build(dg, SR_ROCE_HDR_MAX, &p, plen);
+		if (h < 0)
+			return 1;
+		memset(dg + h, 'a' + (int)(oc % 26), plen);
+		len = (size_t)h + plen + sr_roce_pad((uint32_t)plen) + SR_ROCE_ICRC_LEN;
+		sr_icrc_begin(&c, f, len);
+		sr_icrc_hdrs(&c, dg, (size_t)h);
+		sr_icrc_data(&c, dg + h, plen);
+		sr_roce_put_trailer(dg + h + plen, (uint32_t)plen, &c);
+		stream[0] = (uint8_t)((oc & 1 ? FZ_ROCE_IPV6 : 0) | ((oc >> 1) & FZ_ROCE_FIX_ICRC));
+		snprintf(name, sizeof(name), "%s", op->name);
+		for (char *q = name; *q; q++)
+			*q = (char)(*q >= 'A' && *q <= 'Z' ? *q - 'A' + 'a' : *q);
+		put("fuzz_roce_packet", name, stream, 1 + len);
 	}
 	return 0;
 }
