@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * CRC-32 (IEEE 802.3, zlib's crc32) and the RoCE v2 Invariant CRC built on it
- * (docs/WIRE.md, "RoCE v2 on the wire", ICRC).
+ * (docs/WIRE.md §R6).
  *
  * The ICRC covers 8 bytes of 0xFF standing for the absent LRH, the IP header, the UDP
  * header, the BTH and extension headers, the payload and the pad, with the fields a router

@@ -3,7 +3,7 @@
  * On-the-wire layouts of RoCE v2: the InfiniBand transport headers (IBTA vol 1
  * ch. 9) carried in a UDP datagram to port 4791 (IBTA Annex A17), as Linux rxe
  * sends and accepts them. Everything is big-endian except the ICRC (roce/icrc.h).
- * docs/WIRE.md, "RoCE v2 on the wire", describes every field.
+ * docs/WIRE.md §R1-§R5 describe every field.
  *
  * As in iwarp/wire.h, the structs document the layouts and give offsets; code
  * reads and writes the bytes through sr_get_be*()/sr_put_be*(), never through a

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * roce_tshark: packets built by the RoCE codec, written to a pcap as Ethernet / IPv4 or
- * IPv6 / UDP 4791 frames with their ICRC, and decoded by tshark (docs/WIRE.md, "RoCE v2 on
- * the wire", tshark). Passes when tshark decodes every frame without "Malformed" and shows
+ * IPv6 / UDP 4791 frames with their ICRC, and decoded by tshark (docs/WIRE.md §R9). Passes when tshark decodes every frame without "Malformed" and shows
  * the opcode, DestQP, PSN, RETH, AETH and DETH fields and the ICRC bytes as built. One more
  * frame, a Read Request cut in the middle of its RETH, must be called malformed: the check
  * can see what it looks for.

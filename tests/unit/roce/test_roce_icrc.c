@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * CRC-32 and the RoCE v2 ICRC: the worked IPv4 example of docs/WIRE.md byte for byte (packet
+ * CRC-32 and the RoCE v2 ICRC: the worked IPv4 example of docs/WIRE.md §R6 byte for byte (packet
  * built by the codec, ICRC computed whole, incrementally and over iovecs), the same packet
  * over IPv6, zlib equivalence on pseudo-random buffers, a bit-at-a-time reference on every
  * length and alignment, and invariance under any split of the payload.

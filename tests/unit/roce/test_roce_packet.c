@@ -18,7 +18,7 @@
 #include "roce/packet.h"
 #include "roce_test.h"
 
-/* Every opcode we know and its BTH + extension header bytes (docs/WIRE.md, opcode table). */
+/* Every opcode we know and its BTH + extension header bytes (docs/WIRE.md §R3). */
 static const struct {
 	uint8_t opcode, hdr_len;
 } known[] = {
@@ -463,7 +463,7 @@ static void test_build_refusals(void **state)
 	assert_int_equal(sr_get_be32(b + 12), 0x12);
 }
 
-/* Syndrome constants as the table in docs/WIRE.md gives them. */
+/* Syndrome constants as docs/WIRE.md §R5 gives them. */
 static void test_syndromes(void **state)
 {
 	assert_int_equal(SR_AETH_ACK_NO_CREDIT, 0x1f);
