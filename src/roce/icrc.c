@@ -225,11 +225,15 @@ void sr_icrc_begin(struct sr_icrc *c, const struct sr_icrc_flow *f, size_t udp_p
 void sr_icrc_hdrs(struct sr_icrc *c, const uint8_t *hdr, size_t len)
 {
 	static const uint8_t ones = 0xff;
+	const size_t m = SR_BTH_ICRC_MASKED_OFF;
 
-	c->reg = crc32_raw(c->reg, hdr, SR_BTH_ICRC_MASKED_OFF);
+	if (len <= m) {
+		c->reg = crc32_raw(c->reg, hdr, len);
+		return;
+	}
+	c->reg = crc32_raw(c->reg, hdr, m);
 	c->reg = crc32_raw(c->reg, &ones, 1);
-	c->reg = crc32_raw(c->reg, hdr + SR_BTH_ICRC_MASKED_OFF + 1,
-			   len - SR_BTH_ICRC_MASKED_OFF - 1);
+	c->reg = crc32_raw(c->reg, hdr + m + 1, len - m - 1);
 }
 
 void sr_icrc_data(struct sr_icrc *c, const void *p, size_t len)
@@ -253,7 +257,7 @@ uint32_t sr_roce_icrc(const struct sr_icrc_flow *f, const uint8_t *buf, size_t l
 	struct sr_icrc c;
 
 	sr_icrc_begin(&c, f, len);
-	sr_icrc_hdrs(&c, buf, len - SR_ROCE_ICRC_LEN);
+	sr_icrc_hdrs(&c, buf, len > SR_ROCE_ICRC_LEN ? len - SR_ROCE_ICRC_LEN : 0);
 	return sr_icrc_end(&c);
 }
 

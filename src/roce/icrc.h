@@ -68,7 +68,8 @@ struct sr_icrc {
  */
 void sr_icrc_begin(struct sr_icrc *c, const struct sr_icrc_flow *f, size_t udp_payload_len);
 
-/* Add the BTH and extension headers, @len >= 12, with BTH byte 4 taken as 0xFF. */
+/* Add the BTH and extension headers, with BTH byte 4 taken as 0xFF (a piece of 4 bytes or
+ * less is the start of a BTH and goes in as it is). */
 void sr_icrc_hdrs(struct sr_icrc *c, const uint8_t *hdr, size_t len);
 
 /* Add payload (or pad) bytes. */
@@ -96,7 +97,7 @@ static inline uint32_t sr_icrc_get(const uint8_t in[4])
 
 /**
  * sr_roce_icrc - the ICRC of a whole UDP payload @buf of @len bytes (its last 4 bytes,
- * the ICRC slot, are not covered). @len >= 16 (BTH + ICRC).
+ * the ICRC slot, are not covered). Meaningful for @len >= 16 (BTH + ICRC).
  */
 uint32_t sr_roce_icrc(const struct sr_icrc_flow *f, const uint8_t *buf, size_t len);
 
