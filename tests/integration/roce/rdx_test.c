@@ -274,6 +274,17 @@ static int mode_deliver(int n)
 	CHECK(c[RDX_ST_NO_OWNER] == 6 && c[RDX_ST_SHORT] == 1 && c[RDX_ST_MCAST] == 1 &&
 	      c[RDX_ST_FULL] == 0, "drop counters");
 	CHECK(c[RDX_ST_RX] == c[RDX_ST_DELIVERED] + 8, "rx");
+	/* QP1 once joined: the CM's MADs come to the process that joined */
+	{
+		struct rdx_meta m;
+		uint8_t buf[64];
+
+		CHECK(sr_rdx_gsi(x, true) == 0, "GSI join");
+		forge(s6, AF_INET6, RDX_QPN_GSI, 5, 20);
+		CHECK(next(x, &m, buf, sizeof(buf)) == 20 && bth_qpn(buf) == RDX_QPN_GSI &&
+		      bth_psn(buf) == 5, "QP1 datagram");
+		CHECK(sr_rdx_gsi(x, false) == 0, "GSI leave");
+	}
 	sr_rdx_close(x);
 	wait_exit(r[0].daemon, WAIT_MS);
 	return 0;
