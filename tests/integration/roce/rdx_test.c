@@ -6,7 +6,8 @@
  *
  *   rdx_test deliver N   N processes start at once: one daemon; each gets its own QPNs and
  *                        exactly its datagrams; the rest is dropped and counted
- *   rdx_test kill        the daemon killed: the client is told, a new open starts another
+ *   rdx_test kill        the daemon killed: the client is told, a new open starts another;
+ *                        a stopped one: a request gives up after 5 s, also a death
  *   rdx_test linger      the daemon stays SOFTRDMA_ROCED_LINGER_MS after its last client
  *   rdx_test hold        open, print "READY <daemon pid>", close at EOF on stdin
  *   rdx_test refused UID expect -EACCES naming UID, from the client and from the daemon
@@ -23,6 +24,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "roce_demux/sr_rdx.h"
@@ -323,7 +325,22 @@ static int mode_kill(void)
 	s = bound_udp(AF_INET, &sp);
 	forge(s, AF_INET, q, 7, 20);
 	CHECK(next(x, &m, buf, sizeof(buf)) == 20 && bth_psn(buf) == 7, "after restart");
+	/* a stopped daemon: a request gives up after its bound and counts as a death */
 	d = sr_rdx_daemon_pid(x);
+	CHECK(kill(d, SIGSTOP) == 0, "SIGSTOP");
+	{
+		uint64_t st[RDX_ST_COUNT];
+		struct timespec t0, t1;
+		long ms;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		CHECK(sr_rdx_stats(x, st) == -EPIPE, "a request to a stopped daemon");
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		CHECK(ms >= 4900 && ms < 9000, "gave up after %ld ms, the bound is 5000", ms);
+		CHECK(deaths == 2, "dead callback ran %d times in all, expected 2", deaths);
+	}
+	CHECK(kill(d, SIGKILL) == 0, "SIGKILL");
 	sr_rdx_close(x);
 	wait_exit(d, WAIT_MS);
 	return 0;

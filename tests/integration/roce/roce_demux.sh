@@ -57,7 +57,7 @@ sr_pass "6 processes started at once: one daemon, own QPNs, exactly their datagr
 ns=$(fresh kill)
 rdx "$ns" kill || sr_fail "kill"
 none_left "$ns" kill
-sr_pass "a killed daemon is noticed; the next open starts another"
+sr_pass "a killed daemon is noticed, a stopped one after 5 s; the next open starts another"
 
 ns=$(fresh linger)
 LINGER=1000 rdx "$ns" linger || sr_fail "linger"
