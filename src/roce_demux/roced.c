@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -85,11 +86,19 @@ static int roced_setup(struct roced *d, int starter)
 	return roced_client_add(d, starter);
 }
 
+/*
+ * Out of descriptors, the pending connection stays and level-triggered epoll would report
+ * it again at once: the listener leaves the loop until a client goes (roced_clients.c).
+ */
 static void roced_accept(struct roced *d)
 {
 	for (;;) {
 		int c = accept4(d->listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
+		if (c < 0 && (errno == EMFILE || errno == ENFILE)) {
+			epoll_ctl(d->ep, EPOLL_CTL_DEL, d->listener, NULL);
+			d->listener_paused = true;
+		}
 		if (c < 0)
 			return; /* EAGAIN, or a connection reset before we took it */
 		if (roced_client_add(d, c) < 0)
@@ -116,6 +125,15 @@ int main(int argc, char **argv)
 	fcntl(starter, F_SETFD, FD_CLOEXEC);
 	fcntl(starter, F_SETFL, O_NONBLOCK);
 	signal(SIGPIPE, SIG_IGN);
+	/* two descriptors a client: take all the descriptors we may */
+	{
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
 	/*
 	 * posix_spawn made us a session leader; our child, in that session, can never get a
 	 * controlling terminal, and the starter reaps us at once: no zombie in its process.

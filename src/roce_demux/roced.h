@@ -19,6 +19,7 @@ struct roced_client {
 struct roced {
 	int ep;             /* epoll */
 	int listener;       /* abstract unix name: registration */
+	bool listener_paused; /* out of descriptors: not in the epoll set */
 	int udp[2];         /* IPv4, IPv6 (-1: none) */
 	unsigned int port;
 	uid_t uid;

@@ -96,6 +96,13 @@ static void roced_client_del(struct roced *d, unsigned int slot)
 	free(c);
 	d->cl[slot] = NULL;
 	d->nclients--;
+	if (d->listener_paused) {
+		struct epoll_event ev = { .events = EPOLLIN,
+					  .data.u64 = ROCED_TAG(ROCED_EV_LISTEN, 0) };
+
+		if (epoll_ctl(d->ep, EPOLL_CTL_ADD, d->listener, &ev) == 0)
+			d->listener_paused = false;
+	}
 }
 
 /*
