@@ -12,7 +12,7 @@ sr_need_cmd ip setpriv python3
 
 T=$SR_TESTBIN/rdx_test
 D=$SR_LIBDIR/softrdma-roced
-[ -x "$T" ] && [ -x "$D" ] || sr_fail "build rdx_test and softrdma-roced first"
+{ [ -x "$T" ] && [ -x "$D" ]; } || sr_fail "build rdx_test and softrdma-roced first"
 
 fresh() {
 	local ns
