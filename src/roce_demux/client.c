@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "rdx_client.h"
@@ -120,9 +121,12 @@ static int rdx_try(struct sr_rdx *x, char *why, size_t whylen)
 	unsigned int port = rdx_port();
 	socklen_t len = rdx_name(&sa, port);
 	int ctl = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), e;
+	/* connect waits while the listener's backlog is full: bounded, as a stopped daemon's is */
+	struct timeval tv = { .tv_sec = RDX_REPLY_MS / 1000 };
 
 	if (ctl < 0)
 		return -errno;
+	setsockopt(ctl, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(ctl, (struct sockaddr *)&sa, len) == 0) {
 		e = rdx_check_peer(ctl, port, why, whylen);
 		if (e == 0)
