@@ -125,6 +125,9 @@ int main(int argc, char **argv)
 	fcntl(starter, F_SETFD, FD_CLOEXEC);
 	fcntl(starter, F_SETFL, O_NONBLOCK);
 	signal(SIGPIPE, SIG_IGN);
+	/* the starter's working directory is not ours to keep busy (an unmount) */
+	if (chdir("/") < 0)
+		sr_warn("chdir /: %s", strerror(errno));
 	/* two descriptors a client: take all the descriptors we may */
 	{
 		struct rlimit rl;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,6 +56,7 @@ int rdx_spawn(int *ctl, char *why, size_t whylen)
 	char *argv[] = { "softrdma-roced", "--starter-fd", fdarg, NULL };
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
+	sigset_t none, all;
 	int sv[2], e, st;
 	pid_t pid;
 
@@ -68,7 +70,14 @@ int rdx_spawn(int *ctl, char *why, size_t whylen)
 	snprintf(fdarg, sizeof(fdarg), "%d", 3);
 	posix_spawn_file_actions_init(&fa);
 	posix_spawnattr_init(&at);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
+	/* nothing of the application's signal state: a blocked or ignored SIGTERM would keep
+	 * the daemon from ending when it is asked to */
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+					   POSIX_SPAWN_SETSIGDEF);
 	/* fd 3 first: the dup2 to a new number clears close-on-exec, and /dev/null may get 0-2 */
 	if (sv[1] == 3) {
 		int moved = fcntl(sv[1], F_DUPFD_CLOEXEC, 4);
