@@ -52,6 +52,16 @@ static const struct sr_tunable sr_tunables[] = {
 	  "How long a connection's input stays with a thread busy-polling a CQ after its last "
 	  "poll before the engine thread takes it back; 0 turns progress from ibv_poll_cq off, "
 	  "at most 60000000.", !SR_SECURE },
+	{ "SOFTRDMA_ROCED", "",
+	  "Path of softrdma-roced, the RoCE demultiplexer a process starts when it opens its "
+	  "first soft RoCE device (default: next to libibverbs); ignored in set-user-ID and "
+	  "set-group-ID programs.", SR_SECURE },
+	{ "SOFTRDMA_ROCED_LINGER_MS", "1000",
+	  "How long softrdma-roced stays after its last client has gone; 1 to 600000.",
+	  !SR_SECURE },
+	{ "SOFTRDMA_ROCE_UDP_PORT", "4791",
+	  "UDP port of soft RoCE (RoCE v2: 4791); another value is for tests and benchmarks "
+	  "and does not interoperate.", !SR_SECURE },
 };
 
 const struct sr_tunable *sr_config_table(unsigned int *count)
