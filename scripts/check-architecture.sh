@@ -60,13 +60,14 @@ cmd_cycles()
 	tmp=$(mktemp -d) || exit 2
 	trap 'rm -rf "$tmp"' RETURN
 	# "symbol file" of each global definition and each use; a file is named as its object
-	# without CMake's suffix (core.c.o: core.c). One nm for all the objects.
+	# below CMake's <target>.dir/ without the .o (core.c.o: core.c; elsewhere the object's
+	# own name). One nm for all the objects.
+	local name='function file(p) { sub(/:[^:]*$/, "", p); sub(/\.o$/, "", p)
+		if (match(p, /\.dir\//)) return substr(p, RSTART + RLENGTH)
+		sub(/^.*\//, "", p); return p }'
 	nm -A -g --defined-only "${objs[@]}" |
-		awk 'NF == 3 { f = $1; sub(/:[^:]*$/, "", f); sub(/^.*\//, "", f); sub(/\.o$/, "", f)
-			       print $3, f }' | sort -k1,1 >"$tmp/def"
-	nm -A -u "${objs[@]}" |
-		awk '{ f = $1; sub(/:[^:]*$/, "", f); sub(/^.*\//, "", f); sub(/\.o$/, "", f)
-		       print $NF, f }' | sort -k1,1 >"$tmp/use"
+		awk "$name"' NF == 3 { print $3, file($1) }' | sort -k1,1 >"$tmp/def"
+	nm -A -u "${objs[@]}" | awk "$name"' { print $NF, file($1) }' | sort -k1,1 >"$tmp/use"
 	# A symbol defined twice would make the edge ambiguous: say so.
 	awk '$1 == s { print "cycles: " $1 " is defined in " f " and " $2 > "/dev/stderr" }
 	     { s = $1; f = $2 }' "$tmp/def"
