@@ -123,7 +123,7 @@ cmd_locked()
 	files=$(find "$@" \( -name '*.c' -o -name '*.h' \) -print | sort)
 	[ -n "$files" ] || { echo "locked: no sources under $*" >&2; exit 2; }
 	# A definition: a line at column 0 naming <name>_locked( that is followed, before any
-	# ';', by a line "{"; its body ends at the next "}" at column 0 (the project's style).
+	# ';', by a line "{" (or ends in "{"); its body ends at the next "}" at column 0.
 	# shellcheck disable=SC2086
 	awk -v re="$re" -v user_re="${ARCH_LOCK_ASSERT_RE:-}" '
 		function asserts(line, l) {
@@ -147,6 +147,7 @@ cmd_locked()
 			if (name ~ /_locked$/ && name !~ /assert/) { # not the assert itself
 				state = 1; where = FILENAME ":" FNR; found = 0; total_sig = $0
 				if ($0 ~ /;[[:space:]]*$/ || $0 ~ /\)[[:space:]]*;/) state = 0
+				else if ($0 ~ /\{[[:space:]]*$/) state = 2 # "{" on the signature line
 				next
 			}
 		}
