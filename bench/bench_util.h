@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Error exits shared by the benchmarks. The including file defines
+ * Error exits shared by the benchmarks. The including file declares
  *	static const char *g_role;
- * (the name printed before every message) before including this header.
+ * (the name printed before every message; a program of several files declares it extern)
+ * before including this header.
  */
 #ifndef SR_BENCH_UTIL_H
 #define SR_BENCH_UTIL_H
@@ -13,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
+static inline void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
 {
 	va_list ap;
 

@@ -27,11 +27,9 @@
 
 #define MSG 8
 
-static void die(const char *what)
-{
-	fprintf(stderr, "connbench: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
+static const char *g_role = "connbench";
+
+#include "bench_util.h"
 
 static double now_us(void)
 {
@@ -48,7 +46,7 @@ static struct rdma_addrinfo *lookup(const char *addr, const char *port, bool pas
 	if (passive)
 		hints.ai_flags = RAI_PASSIVE;
 	if (rdma_getaddrinfo(addr, port, &hints, &res))
-		die("rdma_getaddrinfo");
+		die("rdma_getaddrinfo: %s", strerror(errno));
 	return res;
 }
 
@@ -67,9 +65,9 @@ static void send_one(struct rdma_cm_id *id, uint8_t *buf, struct ibv_mr *mr)
 	struct ibv_wc wc;
 
 	if (rdma_post_send(id, NULL, buf, MSG, mr, 0))
-		die("rdma_post_send");
+		die("rdma_post_send: %s", strerror(errno));
 	if (rdma_get_send_comp(id, &wc) <= 0 || wc.status != IBV_WC_SUCCESS)
-		die("send completion");
+		die("send completion: %s", strerror(errno));
 }
 
 static void recv_one(struct rdma_cm_id *id)
@@ -77,7 +75,7 @@ static void recv_one(struct rdma_cm_id *id)
 	struct ibv_wc wc;
 
 	if (rdma_get_recv_comp(id, &wc) <= 0 || wc.status != IBV_WC_SUCCESS)
-		die("receive completion");
+		die("receive completion: %s", strerror(errno));
 }
 
 static void serve(const char *addr, const char *port)
@@ -89,16 +87,16 @@ static void serve(const char *addr, const char *port)
 
 	qp_attr(&a);
 	if (rdma_create_ep(&l, res, NULL, &a) || rdma_listen(l, 16))
-		die("listen");
+		die("listen: %s", strerror(errno));
 	for (;;) {
 		struct ibv_mr *mr;
 
 		if (rdma_get_request(l, &id))
-			die("rdma_get_request");
+			die("rdma_get_request: %s", strerror(errno));
 		mr = rdma_reg_msgs(id, buf, sizeof(buf));
 		if (!mr || rdma_post_recv(id, NULL, buf, MSG, mr) ||
 		    rdma_post_recv(id, NULL, buf + MSG, MSG, mr) || rdma_accept(id, NULL))
-			die("accept");
+			die("accept: %s", strerror(errno));
 		for (int i = 0; i < 2; i++) {
 			recv_one(id);
 			send_one(id, buf + i * MSG, mr);
@@ -130,7 +128,7 @@ static void dial(const char *addr, const char *port, int n)
 	uint8_t sbuf[MSG] = "ping", rbuf[2 * MSG];
 
 	if (!setup || !first || !second)
-		die("calloc");
+		die("calloc: %s", strerror(errno));
 	start = now_us();
 	for (int i = 0; i < n; i++) {
 		struct ibv_qp_init_attr a;
@@ -139,15 +137,15 @@ static void dial(const char *addr, const char *port, int n)
 
 		qp_attr(&a);
 		if (rdma_create_ep(&id, res, NULL, &a))
-			die("rdma_create_ep");
+			die("rdma_create_ep: %s", strerror(errno));
 		smr = rdma_reg_msgs(id, sbuf, sizeof(sbuf));
 		rmr = rdma_reg_msgs(id, rbuf, sizeof(rbuf));
 		if (!smr || !rmr || rdma_post_recv(id, NULL, rbuf, MSG, rmr) ||
 		    rdma_post_recv(id, NULL, rbuf + MSG, MSG, rmr))
-			die("setup");
+			die("setup: %s", strerror(errno));
 		t0 = now_us();
 		if (rdma_connect(id, NULL))
-			die("rdma_connect");
+			die("rdma_connect: %s", strerror(errno));
 		t1 = now_us();
 		send_one(id, sbuf, smr);
 		recv_one(id);

@@ -73,19 +73,9 @@ static struct {
 } opt = { .n = 1000, .addr = "127.0.0.1", .port = 18700, .listeners = 4, .in_flight = 256,
 	  .depth = 16 };
 
-static const char *role = "conns";
+static const char *g_role = "conns";
 
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "conns %s: ", role);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(1);
-}
+#include "bench_util.h"
 
 static double now_s(void)
 {
@@ -461,7 +451,7 @@ static int server_main(int to_client, int from_client)
 	struct usage base, idle;
 	FILE *out = fdopen(to_client, "w");
 
-	role = "server";
+	g_role = "conns server";
 	if (!lids || !out)
 		die("out of memory");
 	side_init(&s);
@@ -675,7 +665,7 @@ int main(int argc, char **argv)
 	}
 	close(down[0]);
 	close(up[1]);
-	role = "client";
+	g_role = "conns client";
 	from_server = fdopen(up[0], "r");
 	if (!from_server)
 		die("fdopen: %s", strerror(errno));

@@ -44,6 +44,7 @@
 #include "engine/sr_engine.h"
 #include "common/sr_common.h"
 #include "common/sr_sockaddr.h"
+#include "common/sr_tunables.h"
 #include "common/sr_list.h"
 #include "engine/sr_engine.h"
 #include "iwarp/mpa.h"
@@ -78,7 +79,7 @@
  * given up after as long as the initiator waits (whose timer started earlier, so it
  * normally fires first: UNREACHABLE); one that still waits gets an MPA Reject.
  */
-#define SR_CM_ACCEPT_TIMEOUT_MS 60000
+#define SR_CM_ACCEPT_TIMEOUT_MS SR_DEFAULT_ACCEPT_TIMEOUT_MS
 unsigned int sr_cm_accept_timeout_ms(void);
 /* A QP-less stream we shut down waits this long for the peer's FIN. */
 #define SR_CM_DISCONNECT_TIMEOUT_MS 3000

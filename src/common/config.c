@@ -5,6 +5,7 @@
 
 #include "sr_common.h"
 #include "sr_config.h"
+#include "sr_tunables.h"
 
 /*
  * The one table of tunables. Keep docs/CONFIG.md in step (a test compares them).
@@ -38,17 +39,17 @@ static const struct sr_tunable sr_tunables[] = {
 	  "list of read, write, send (or all); the responder picks one of them. Only the "
 	  "zero-length Read is answered, so only with it does the initiator learn when the "
 	  "peer is ready; an invalid list offers read.", !SR_SECURE },
-	{ "SOFTRDMA_ACCEPT_TIMEOUT_MS", "60000",
+	{ "SOFTRDMA_ACCEPT_TIMEOUT_MS", SR_TUNABLE_STR(SR_DEFAULT_ACCEPT_TIMEOUT_MS),
 	  "How long an initiator whose MPA Request is out waits for the Reply, and how long a "
 	  "connect request may wait for the application's rdma_accept or rdma_reject; 1 to "
 	  "600000.", !SR_SECURE },
-	{ "SOFTRDMA_CLOSE_TIMEOUT_MS", "3000",
+	{ "SOFTRDMA_CLOSE_TIMEOUT_MS", SR_TUNABLE_STR(SR_DEFAULT_CLOSE_TIMEOUT_MS),
 	  "How long rdma_disconnect's orderly close (queued sends, FIN, the peer's FIN) may take "
 	  "before the stream is aborted; 1 to 600000.", !SR_SECURE },
-	{ "SOFTRDMA_TERM_TIMEOUT_MS", "500",
+	{ "SOFTRDMA_TERM_TIMEOUT_MS", SR_TUNABLE_STR(SR_DEFAULT_TERM_TIMEOUT_MS),
 	  "How long a Terminate may wait for room in a full socket before the stream is "
 	  "aborted; 1 to 600000.", !SR_SECURE },
-	{ "SOFTRDMA_POLL_LEASE_US", "2000",
+	{ "SOFTRDMA_POLL_LEASE_US", SR_TUNABLE_STR(SR_DEFAULT_POLL_LEASE_US),
 	  "How long a connection's input stays with a thread busy-polling a CQ after its last "
 	  "poll before the engine thread takes it back; 0 turns progress from ibv_poll_cq off, "
 	  "at most 60000000.", !SR_SECURE },

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "common/sr_tunables.h"
 #include "engine/sr_engine.h"
 #include "iwarp/ddp.h"
 #include "iwarp/mpa.h"
@@ -171,7 +172,7 @@ enum sr_iw_rx_owner {
 	SR_IW_RXO_ENDED,
 };
 /* How long a poller keeps the socket without polling again (SOFTRDMA_POLL_LEASE_US). */
-#define SR_IW_POLL_LEASE_US 2000
+#define SR_IW_POLL_LEASE_US SR_DEFAULT_POLL_LEASE_US
 
 /* With an SRQ no post tells this connection about new receives: look again this often. */
 #define SR_IW_RNR_SRQ_POLL_MS 1
@@ -184,8 +185,8 @@ enum sr_iw_rx_owner {
  * socket, without blocking anybody (the engine thread serves the other connections
  * meanwhile). When either runs out the stream is aborted (close_t, iwarp_conn.c).
  */
-#define SR_IW_CLOSE_TIMEOUT_MS 3000 /* SOFTRDMA_CLOSE_TIMEOUT_MS */
-#define SR_IW_TERM_TIMEOUT_MS  500  /* SOFTRDMA_TERM_TIMEOUT_MS */
+#define SR_IW_CLOSE_TIMEOUT_MS SR_DEFAULT_CLOSE_TIMEOUT_MS /* SOFTRDMA_CLOSE_TIMEOUT_MS */
+#define SR_IW_TERM_TIMEOUT_MS SR_DEFAULT_TERM_TIMEOUT_MS   /* SOFTRDMA_TERM_TIMEOUT_MS */
 /*
  * A peer-to-peer responder's wait for the initiator's RTR, its first FPDU, which RFC 6581
  * wants right behind the Reply: without it within this bound the stream is ended (a FIN).

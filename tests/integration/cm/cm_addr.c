@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cm_test.h"
+#include "../../common/cm_test.h"
 
 static struct sockaddr_storage dst;
 

@@ -14,18 +14,16 @@
 #include <unistd.h>
 
 #include "../../common/tcp_wait.h"
-#include "cm_test.h"
+#include "../../common/cm_test.h"
 
 static int t_connect(void)
 {
-	struct rdma_event_channel *chs = rdma_create_event_channel();
-	struct rdma_event_channel *chc = rdma_create_event_channel();
+	struct rdma_event_channel *chs, *chc;
 	struct rdma_conn_param ap = { .private_data = "world", .private_data_len = 6 };
 	struct rdma_cm_id *l, *c, *s;
 	struct rdma_cm_event *ev;
 
-	CT_CHECK(chs && chc);
-	if (request(chs, chc, &l, &c, &s))
+	if (ct_pair_request(&chs, &chc, &l, &c, &s))
 		return 1;
 	CT_CHECK(rdma_establish(c) == -1 && errno == EINVAL); /* no response yet */
 	CT_CHECK(rdma_accept(s, &ap) == 0);
@@ -42,13 +40,8 @@ static int t_connect(void)
 	CT_CHECK(rdma_establish(c) == -1 && errno == EINVAL);
 	CT_CHECK(quiet(chc, 200) == 0); /* nothing more on the active side */
 
-	CT_CHECK(rdma_disconnect(c) == 0);
-	ev = ct_expect(chs, RDMA_CM_EVENT_DISCONNECTED, 5000);
-	CT_CHECK(ev && ev->id == s);
-	rdma_ack_cm_event(ev);
-	ev = ct_expect(chc, RDMA_CM_EVENT_DISCONNECTED, 5000);
-	CT_CHECK(ev && ev->id == c);
-	rdma_ack_cm_event(ev);
+	if (ct_pair_disconnect(chs, chc, c, s))
+		return 1;
 	/* the other side's disconnect after the fact: no second event anywhere */
 	CT_CHECK(rdma_disconnect(s) == 0);
 	CT_CHECK(rdma_disconnect(c) == 0);
@@ -65,12 +58,11 @@ static int t_connect(void)
 /* The passive side disconnects first; accept without a QP says so (qp_num 0). */
 static int t_server_disconnect(void)
 {
-	struct rdma_event_channel *chs = rdma_create_event_channel();
-	struct rdma_event_channel *chc = rdma_create_event_channel();
+	struct rdma_event_channel *chs, *chc;
 	struct rdma_cm_id *l, *c, *s;
 	struct rdma_cm_event *ev;
 
-	if (request(chs, chc, &l, &c, &s))
+	if (ct_pair_request(&chs, &chc, &l, &c, &s))
 		return 1;
 	CT_CHECK(rdma_accept(s, &(struct rdma_conn_param){ 0 }) == 0);
 	ev = ct_expect(chc, RDMA_CM_EVENT_CONNECT_RESPONSE, 3000);
@@ -89,22 +81,17 @@ static int t_server_disconnect(void)
 	CT_CHECK(ev);
 	rdma_ack_cm_event(ev);
 	CT_CHECK(quiet(chs, 200) == 0 && quiet(chc, 0) == 0);
-	rdma_destroy_id(s);
-	rdma_destroy_id(c);
-	rdma_destroy_id(l);
-	rdma_destroy_event_channel(chs);
-	rdma_destroy_event_channel(chc);
+	ct_pair_destroy(chs, chc, l, c, s);
 	return 0;
 }
 
 static int t_reject(void)
 {
-	struct rdma_event_channel *chs = rdma_create_event_channel();
-	struct rdma_event_channel *chc = rdma_create_event_channel();
+	struct rdma_event_channel *chs, *chc;
 	struct rdma_cm_id *l, *c, *s;
 	struct rdma_cm_event *ev;
 
-	if (request(chs, chc, &l, &c, &s))
+	if (ct_pair_request(&chs, &chc, &l, &c, &s))
 		return 1;
 	CT_CHECK(rdma_reject(s, "nope", 5) == 0);
 	CT_CHECK(rdma_reject(s, "nope", 5) == -1 && errno == EINVAL);
@@ -117,11 +104,7 @@ static int t_reject(void)
 	CT_CHECK(quiet(chs, 200) == 0); /* no event on the rejecting side */
 	/* a failed id is not reusable */
 	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == -1 && errno == EINVAL);
-	rdma_destroy_id(s);
-	rdma_destroy_id(c);
-	rdma_destroy_id(l);
-	rdma_destroy_event_channel(chs);
-	rdma_destroy_event_channel(chc);
+	ct_pair_destroy(chs, chc, l, c, s);
 	return 0;
 }
 
@@ -196,9 +179,7 @@ static int t_backlog(void)
 	CT_CHECK(quiet(chs, 100) == 0);
 	rdma_destroy_id(c1);
 	rdma_destroy_id(c2);
-	rdma_destroy_id(l);
-	rdma_destroy_event_channel(chs);
-	rdma_destroy_event_channel(chc);
+	ct_pair_destroy(chs, chc, l, NULL, NULL);
 	return 0;
 }
 
@@ -256,9 +237,7 @@ static int t_listener_destroy(void)
 	ev = ct_expect(chc, RDMA_CM_EVENT_REJECTED, 3000);
 	CT_CHECK(ev && ev->status == -ECONNREFUSED);
 	rdma_ack_cm_event(ev);
-	rdma_destroy_id(c);
-	rdma_destroy_event_channel(chs);
-	rdma_destroy_event_channel(chc);
+	ct_pair_destroy(chs, chc, NULL, c, NULL);
 	return 0;
 }
 

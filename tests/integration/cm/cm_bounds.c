@@ -24,18 +24,10 @@
 #include <unistd.h>
 
 #include "../../common/tcp_wait.h"
-#include "cm_test.h"
+#include "../../common/cm_test.h"
 
 #define CLOSE_BOUND_MS 3000 /* SOFTRDMA_CLOSE_TIMEOUT_MS's default */
 #define SAFETY_S 40         /* far beyond every bound: a wait that never ends */
-
-static long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void on_alarm(int sig)
 {
@@ -88,9 +80,9 @@ static int t_disconnect_bound(void)
 	CT_CHECK(rdma_migrate_id(c, NULL) == 0);
 	signal(SIGALRM, on_alarm);
 	alarm(SAFETY_S);
-	t0 = mono_ms();
+	t0 = ct_now_ms();
 	CT_CHECK(rdma_disconnect(c) == 0);
-	took = mono_ms() - t0;
+	took = ct_now_ms() - t0;
 	alarm(0);
 	fprintf(stderr, "  rdma_disconnect returned after %ld ms\n", took);
 	CT_CHECK(took >= CLOSE_BOUND_MS - 1); /* the orderly close was given its time */
@@ -119,7 +111,7 @@ static int t_held_request(void)
 		return 1;
 	fd = raw_connect(port);
 	CT_CHECK(fd >= 0);
-	t0 = mono_ms();
+	t0 = ct_now_ms();
 	CT_CHECK(send(fd, req, 20, 0) == 20);
 	ev = ct_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 5000);
 	CT_CHECK(ev);
@@ -128,7 +120,7 @@ static int t_held_request(void)
 	/* the application sits on it: the peer gets an MPA Reject, then our FIN */
 	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
 	CT_CHECK(poll(&pfd, 1, SAFETY_S * 1000) == 1);
-	CT_CHECK(mono_ms() - t0 >= ct_accept_bound_ms() - 1);
+	CT_CHECK(ct_now_ms() - t0 >= ct_accept_bound_ms() - 1);
 	CT_CHECK(recv(fd, buf, 20, MSG_WAITALL) == 20);
 	CT_CHECK(memcmp(buf, "MPA ID Rep Frame", 16) == 0 && (buf[16] & 0x20)); /* R: reject */
 	CT_CHECK(recv(fd, buf, 1, 0) == 0);
@@ -159,10 +151,10 @@ static int rnr_retry_of(struct ibv_qp *qp)
 /* A completion on cq within the safety timeout (polled: the CQs have channels nobody arms). */
 static int one_wc(struct ibv_cq *cq, struct ibv_wc *wc)
 {
-	long end = mono_ms() + SAFETY_S * 1000L;
+	long end = ct_now_ms() + SAFETY_S * 1000L;
 	int r;
 
-	while ((r = ibv_poll_cq(cq, 1, wc)) == 0 && mono_ms() < end)
+	while ((r = ibv_poll_cq(cq, 1, wc)) == 0 && ct_now_ms() < end)
 		usleep(200);
 	CT_CHECK(r == 1);
 	return 0;

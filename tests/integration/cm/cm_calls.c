@@ -17,21 +17,13 @@
 #include <infiniband/ib.h>
 #include <infiniband/sa.h>
 
-#include "cm_test.h"
+#include "../../common/cm_test.h"
 
 static int arg_n;
 
 static bool v6(void)
 {
 	return strchr(ip, ':') != NULL;
-}
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* TOS (IPv4) or traffic class (IPv6) of the id's connection socket; -1 if not found. */
@@ -62,44 +54,6 @@ static int conn_user_timeout(struct rdma_cm_id *id)
 static int set_u8(struct rdma_cm_id *id, int opt, uint8_t v)
 {
 	return rdma_set_option(id, RDMA_OPTION_ID, opt, &v, sizeof(v));
-}
-
-/* Accept a QP-less request and run both sides to ESTABLISHED. */
-static int establish(struct rdma_event_channel *chs, struct rdma_event_channel *chc,
-		     struct rdma_cm_id *c, struct rdma_cm_id *s)
-{
-	struct rdma_cm_event *ev;
-
-	CT_CHECK(rdma_accept(s, &(struct rdma_conn_param){ 0 }) == 0);
-	ev = ct_expect(chc, RDMA_CM_EVENT_CONNECT_RESPONSE, 3000);
-	CT_CHECK(ev && ev->id == c);
-	rdma_ack_cm_event(ev);
-	CT_CHECK(rdma_establish(c) == 0);
-	ev = ct_expect(chs, RDMA_CM_EVENT_ESTABLISHED, 3000);
-	CT_CHECK(ev && ev->id == s);
-	rdma_ack_cm_event(ev);
-	return 0;
-}
-
-/* Disconnect from c, one DISCONNECTED each side, then destroy everything. */
-static int teardown(struct rdma_event_channel *chs, struct rdma_event_channel *chc,
-		    struct rdma_cm_id *l, struct rdma_cm_id *c, struct rdma_cm_id *s)
-{
-	struct rdma_cm_event *ev;
-
-	CT_CHECK(rdma_disconnect(c) == 0);
-	ev = ct_expect(chs, RDMA_CM_EVENT_DISCONNECTED, 5000);
-	CT_CHECK(ev && ev->id == s);
-	rdma_ack_cm_event(ev);
-	ev = ct_expect(chc, RDMA_CM_EVENT_DISCONNECTED, 5000);
-	CT_CHECK(ev && ev->id == c);
-	rdma_ack_cm_event(ev);
-	rdma_destroy_id(s);
-	rdma_destroy_id(c);
-	rdma_destroy_id(l);
-	rdma_destroy_event_channel(chs);
-	rdma_destroy_event_channel(chc);
-	return 0;
 }
 
 /* ---- rdma_set_option ---- */
@@ -194,12 +148,12 @@ static int t_option_socket(void)
 	CT_CHECK(conn_user_timeout(s) == 0); /* 0: TCP's own limit */
 	CT_CHECK(set_u8(s, RDMA_OPTION_ID_ACK_TIMEOUT, 40) == 0);
 	CT_CHECK(conn_user_timeout(s) == 8796094); /* capped at IB's 31 */
-	if (establish(chs, chc, c, s))
+	if (ct_pair_establish(chs, chc, c, s))
 		return 1;
 	CT_CHECK(conn_tos(s) == 0x10);
 	CT_CHECK(conn_tos(c) == 0x48);
 	CT_CHECK(conn_user_timeout(c) == 1074);
-	return teardown(chs, chc, l, c, s);
+	return ct_pair_teardown(chs, chc, l, c, s);
 }
 
 /* RDMA_OPTION_IB_PATH stands in for rdma_resolve_route: ADDR_RESOLVED only. */
@@ -252,10 +206,7 @@ static int t_ib_path(void)
 	ev = ct_expect(chc, RDMA_CM_EVENT_REJECTED, 3000);
 	CT_CHECK(ev && ev->status == -ECONNREFUSED);
 	rdma_ack_cm_event(ev);
-	rdma_destroy_id(c);
-	rdma_destroy_id(l);
-	rdma_destroy_event_channel(chs);
-	rdma_destroy_event_channel(chc);
+	ct_pair_destroy(chs, chc, l, c, NULL);
 	return 0;
 }
 
@@ -313,11 +264,11 @@ static int t_notify(void)
 	CT_CHECK(rdma_notify(s, IBV_EVENT_COMM_EST) == 0);
 	CT_CHECK(rdma_notify(c, IBV_EVENT_COMM_EST) == 0);
 	CT_CHECK(quiet(chs, 100) == 0 && quiet(chc, 0) == 0);
-	if (establish(chs, chc, c, s))
+	if (ct_pair_establish(chs, chc, c, s))
 		return 1;
 	CT_CHECK(rdma_notify(s, IBV_EVENT_COMM_EST) == 0);
 	CT_CHECK(quiet(chs, 100) == 0 && quiet(chc, 0) == 0);
-	return teardown(chs, chc, l, c, s);
+	return ct_pair_teardown(chs, chc, l, c, s);
 }
 
 /* ---- rdma_resolve_addr and the source address ---- */
@@ -580,8 +531,8 @@ static int t_helper_elsewhere(void)
 	CT_CHECK(listener(w.ch, &idle_l, &port) == 0);
 	CT_CHECK(pthread_create(&t, NULL, idle_wait, &w) == 0);
 	CT_CHECK(request(chs, chc, &l, &c, &s) == 0);
-	CT_CHECK(establish(chs, chc, c, s) == 0);
-	CT_CHECK(teardown(chs, chc, l, c, s) == 0);
+	CT_CHECK(ct_pair_establish(chs, chc, c, s) == 0);
+	CT_CHECK(ct_pair_teardown(chs, chc, l, c, s) == 0);
 	CT_CHECK(__atomic_load_n(&w.ret, __ATOMIC_SEQ_CST) == -2); /* still waiting */
 	/* its own event ends its wait */
 	ct_addr(ip, 9, &dst);
@@ -730,12 +681,11 @@ static int t_destroy_listener(void)
 /* A request fetched but never accepted or rejected: destroying it rejects the peer. */
 static int t_destroy_request(void)
 {
-	struct rdma_event_channel *chs = rdma_create_event_channel();
-	struct rdma_event_channel *chc = rdma_create_event_channel();
+	struct rdma_event_channel *chs, *chc;
 	struct rdma_cm_id *l, *c, *s;
 	struct rdma_cm_event *ev;
 
-	if (request(chs, chc, &l, &c, &s))
+	if (ct_pair_request(&chs, &chc, &l, &c, &s))
 		return 1;
 	CT_CHECK(rdma_destroy_id(s) == 0);
 	ev = ct_expect(chc, RDMA_CM_EVENT_REJECTED, 3000);
@@ -743,10 +693,7 @@ static int t_destroy_request(void)
 	CT_CHECK(ev->param.conn.private_data_len == 0);
 	rdma_ack_cm_event(ev);
 	CT_CHECK(quiet(chs, 100) == 0 && quiet(chc, 0) == 0);
-	rdma_destroy_id(c);
-	rdma_destroy_id(l);
-	rdma_destroy_event_channel(chs);
-	rdma_destroy_event_channel(chc);
+	ct_pair_destroy(chs, chc, l, c, NULL);
 	return 0;
 }
 
@@ -821,10 +768,7 @@ static int t_destroy_connecting(void)
 		CT_CHECK(errno == ECONNRESET);
 	}
 	CT_CHECK(quiet(chs, 100) == 0);
-	rdma_destroy_id(s);
-	rdma_destroy_id(l);
-	rdma_destroy_event_channel(chs);
-	rdma_destroy_event_channel(chc);
+	ct_pair_destroy(chs, chc, l, NULL, s);
 	return 0;
 }
 
@@ -832,11 +776,10 @@ static int t_destroy_connecting(void)
 
 static int t_accept_noqp(void)
 {
-	struct rdma_event_channel *chs = rdma_create_event_channel();
-	struct rdma_event_channel *chc = rdma_create_event_channel();
+	struct rdma_event_channel *chs, *chc;
 	struct rdma_cm_id *l, *c, *s;
 
-	if (request(chs, chc, &l, &c, &s))
+	if (ct_pair_request(&chs, &chc, &l, &c, &s))
 		return 1;
 	/* no QP and no parameters: nothing says there is no QP */
 	CT_CHECK(rdma_accept(s, NULL) == -1 && errno == EINVAL);
@@ -844,9 +787,9 @@ static int t_accept_noqp(void)
 	CT_CHECK(rdma_accept(s, &(struct rdma_conn_param){ .qp_num = 0xabcdef }) == -1 &&
 		 errno == EINVAL);
 	CT_CHECK(quiet(chc, 100) == 0); /* the request is still pending */
-	if (establish(chs, chc, c, s))
+	if (ct_pair_establish(chs, chc, c, s))
 		return 1;
-	return teardown(chs, chc, l, c, s);
+	return ct_pair_teardown(chs, chc, l, c, s);
 }
 
 /* No listener: REJECTED -ECONNREFUSED at once (an RST), and the id is spent; the same
@@ -863,10 +806,10 @@ static int t_second_connect(void)
 	CT_CHECK(port > 0);
 	if (resolve(ch, port, &c))
 		return 1;
-	t0 = now_ms();
+	t0 = ct_now_ms();
 	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == 0);
 	ev = ct_expect(ch, RDMA_CM_EVENT_REJECTED, 3000);
-	dt = now_ms() - t0;
+	dt = ct_now_ms() - t0;
 	CT_CHECK(ev && ev->id == c && ev->status == -ECONNREFUSED);
 	CT_CHECK(ev->param.conn.private_data_len == 0);
 	rdma_ack_cm_event(ev);
@@ -900,8 +843,7 @@ static int t_second_connect(void)
 
 static int t_ece(void)
 {
-	struct rdma_event_channel *chs = rdma_create_event_channel();
-	struct rdma_event_channel *chc = rdma_create_event_channel();
+	struct rdma_event_channel *chs, *chc;
 	struct ibv_qp_init_attr qa = { .cap = { .max_send_wr = 1, .max_recv_wr = 1,
 						.max_send_sge = 1, .max_recv_sge = 1 },
 				       .qp_type = IBV_QPT_RC };
@@ -911,7 +853,7 @@ static int t_ece(void)
 	int port;
 
 	CT_CHECK(rdma_set_local_ece(NULL, &ece) == -1 && errno == EINVAL);
-	if (request(chs, chc, &l, &c, &s))
+	if (ct_pair_request(&chs, &chc, &l, &c, &s))
 		return 1;
 	CT_CHECK(rdma_set_local_ece(s, NULL) == -1 && errno == EINVAL);
 	CT_CHECK(rdma_set_local_ece(s, &(struct ibv_ece){ .vendor_id = 0 }) == -1 &&
@@ -945,9 +887,7 @@ static int t_ece(void)
 	CT_CHECK(rdma_get_remote_ece(q, &ece) == -1 && errno == EINVAL);
 	rdma_destroy_qp(q);
 	rdma_destroy_id(q);
-	rdma_destroy_id(l);
-	rdma_destroy_event_channel(chs);
-	rdma_destroy_event_channel(chc);
+	ct_pair_destroy(chs, chc, l, NULL, NULL);
 	return 0;
 }
 
@@ -973,7 +913,7 @@ static int t_timers(void)
 	CT_CHECK(lfd >= 0);
 	if (resolve(chc, port, &c) || listener(chs, &l, &lport))
 		return 1;
-	t0 = now_ms();
+	t0 = ct_now_ms();
 	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == 0);
 	afd = accept(lfd, NULL, NULL);
 	CT_CHECK(afd >= 0 && recv(afd, buf, 20, MSG_WAITALL) == 20);
@@ -982,11 +922,11 @@ static int t_timers(void)
 	CT_CHECK(pfd_fd >= 0 && send(pfd_fd, "MPA ID", 6, 0) == 6);
 	pfd = (struct pollfd){ .fd = pfd_fd, .events = POLLIN };
 	CT_CHECK(poll(&pfd, 1, 12000) == 1);
-	t_drop = now_ms() - t0;
+	t_drop = ct_now_ms() - t0;
 	CT_CHECK(recv(pfd_fd, buf, sizeof(buf), 0) <= 0); /* dropped: EOF or reset */
 	CT_CHECK(quiet(chc, 0) == 0); /* the earlier-armed, later deadline has not fired */
 	ev = ct_expect(chc, RDMA_CM_EVENT_UNREACHABLE, (int)ct_accept_bound_ms() + 2000);
-	t_unreach = now_ms() - t0;
+	t_unreach = ct_now_ms() - t0;
 	CT_CHECK(ev && ev->id == c && ev->status == -ETIMEDOUT);
 	rdma_ack_cm_event(ev);
 	printf("request dropped after %ld ms, reply timeout after %ld ms\n", t_drop, t_unreach);
@@ -996,10 +936,7 @@ static int t_timers(void)
 	close(pfd_fd);
 	close(afd);
 	close(lfd);
-	rdma_destroy_id(c);
-	rdma_destroy_id(l);
-	rdma_destroy_event_channel(chs);
-	rdma_destroy_event_channel(chc);
+	ct_pair_destroy(chs, chc, l, c, NULL);
 	return 0;
 }
 
@@ -1068,11 +1005,11 @@ static int t_unreachable(void)
 
 	if (resolve(ch, ct_port, &c))
 		return 1;
-	t0 = now_ms();
+	t0 = ct_now_ms();
 	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == 0);
 	ev = ct_expect(ch, RDMA_CM_EVENT_UNREACHABLE, 30000);
 	CT_CHECK(ev && ev->id == c);
-	printf("UNREACHABLE status %d after %ld ms\n", ev->status, now_ms() - t0);
+	printf("UNREACHABLE status %d after %ld ms\n", ev->status, ct_now_ms() - t0);
 	CT_CHECK(ev->status == -arg_n && ev->param.conn.private_data_len == 0);
 	rdma_ack_cm_event(ev);
 	CT_CHECK(rdma_connect(c, &(struct rdma_conn_param){ 0 }) == -1 && errno == EINVAL);

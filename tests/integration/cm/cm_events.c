@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "cm_test.h"
+#include "../../common/cm_test.h"
 
 static bool use_qp; /* "qp" as the last argument: both sides connect real QPs */
 

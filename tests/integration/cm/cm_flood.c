@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cm_test.h"
+#include "../../common/cm_test.h"
 
 #define PORT 17820
 

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cm_test.h"
+#include "../../common/cm_test.h"
 
 #define RANGE_LO 40000 /* cm_ports.sh sets ip_local_port_range to 40000-40001 */
 #define RANGE_HI 40001

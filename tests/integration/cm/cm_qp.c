@@ -15,7 +15,7 @@
 
 #include <rdma/rdma_verbs.h>
 
-#include "cm_test.h"
+#include "../../common/cm_test.h"
 
 #define NRECV 2
 
@@ -26,14 +26,6 @@ struct side {
 	uint8_t buf[NRECV][64];
 };
 
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* QP with the library's CQs and channels, NRECV receives posted, CQ armed. */
 static int make_qp(struct side *sd)
@@ -493,11 +485,11 @@ static int t_dead_path(void)
 	CT_CHECK(fgets(line, sizeof(line), stdin) != NULL);
 
 	sge = (struct ibv_sge){ .addr = (uintptr_t)c.buf[0], .length = 64, .lkey = c.mr->lkey };
-	t0 = now_ms();
+	t0 = ct_now_ms();
 	CT_CHECK(ibv_post_send(c.id->qp, &wr, &bad) == 0);
 	if (wait_cq(c.id->send_cq, c.id->send_cq_channel, &wc, 1, 30000))
 		return 1;
-	t_wc = now_ms() - t0;
+	t_wc = ct_now_ms() - t0;
 	/* iWARP completes a Send once TCP has it: success says nothing about the peer */
 	CT_CHECK(wc.wr_id == 7);
 	/* the next hop's new MAC is announced first (ADDR_CHANGE, a notice), then the end */
@@ -507,7 +499,7 @@ static int t_dead_path(void)
 		ev = ct_get(c.ch, 30000);
 	}
 	CT_CHECK(ev && ev->event == RDMA_CM_EVENT_DISCONNECTED);
-	t_disc = now_ms() - t0;
+	t_disc = ct_now_ms() - t0;
 	CT_CHECK(ev && ev->id == c.id);
 	rdma_ack_cm_event(ev);
 	printf("dead path: send %s after %ld ms, DISCONNECTED after %ld ms (asked 1074 ms)\n",

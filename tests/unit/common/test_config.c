@@ -10,6 +10,7 @@
 
 #include "common/sr_config.h"
 #include "common/sr_list.h"
+#include "common/sr_tunables.h"
 
 static void defaults_and_overrides(void **state)
 {
@@ -24,6 +25,39 @@ static void defaults_and_overrides(void **state)
 	unsetenv("SOFTRDMA_MPA_REV");
 	assert_int_equal(sr_config_long("SOFTRDMA_MPA_REV"), 2);
 	assert_string_equal(sr_config_str("SOFTRDMA_DEVICE_PREFIX"), "sriw_");
+}
+
+/*
+ * The defaults the layers use as numbers (sr_tunables.h) are the table's: unset, each
+ * tunable reads as its macro, and a bound in milliseconds is within sr_config_ms's range.
+ */
+static void numeric_defaults_match_the_table(void **state)
+{
+	static const struct {
+		const char *name;
+		long def;
+		bool ms;
+	} d[] = {
+		{ "SOFTRDMA_ACCEPT_TIMEOUT_MS", SR_DEFAULT_ACCEPT_TIMEOUT_MS, true },
+		{ "SOFTRDMA_CLOSE_TIMEOUT_MS", SR_DEFAULT_CLOSE_TIMEOUT_MS, true },
+		{ "SOFTRDMA_TERM_TIMEOUT_MS", SR_DEFAULT_TERM_TIMEOUT_MS, true },
+		{ "SOFTRDMA_POLL_LEASE_US", SR_DEFAULT_POLL_LEASE_US, false },
+	};
+	unsigned int n;
+	const struct sr_tunable *t = sr_config_table(&n);
+
+	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
+		unsigned int j = 0;
+
+		while (j < n && strcmp(t[j].name, d[i].name) != 0)
+			j++;
+		assert_true(j < n);
+		assert_int_equal(strtol(t[j].def, NULL, 10), d[i].def);
+		unsetenv(d[i].name);
+		assert_int_equal(sr_config_long(d[i].name), d[i].def);
+		if (d[i].ms)
+			assert_int_equal(sr_config_ms(d[i].name, 0), d[i].def);
+	}
 }
 
 static void unknown_names_are_not_tunables(void **state)
@@ -102,6 +136,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(defaults_and_overrides),
+		cmocka_unit_test(numeric_defaults_match_the_table),
 		cmocka_unit_test(unknown_names_are_not_tunables),
 		cmocka_unit_test(table_is_documented),
 		cmocka_unit_test(docs_list_every_tunable),

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <stdbool.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cm_test.h"
@@ -160,6 +161,76 @@ int ct_conn_fd(struct rdma_cm_id *id)
 	}
 	closedir(d);
 	return found;
+}
+
+long ct_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int ct_pair_request(struct rdma_event_channel **chs, struct rdma_event_channel **chc,
+		    struct rdma_cm_id **l, struct rdma_cm_id **c, struct rdma_cm_id **s)
+{
+	*chs = rdma_create_event_channel();
+	*chc = rdma_create_event_channel();
+	CT_CHECK(*chs && *chc);
+	return request(*chs, *chc, l, c, s);
+}
+
+int ct_pair_establish(struct rdma_event_channel *chs, struct rdma_event_channel *chc,
+		      struct rdma_cm_id *c, struct rdma_cm_id *s)
+{
+	struct rdma_cm_event *ev;
+
+	CT_CHECK(rdma_accept(s, &(struct rdma_conn_param){ 0 }) == 0);
+	ev = ct_expect(chc, RDMA_CM_EVENT_CONNECT_RESPONSE, 3000);
+	CT_CHECK(ev && ev->id == c);
+	rdma_ack_cm_event(ev);
+	CT_CHECK(rdma_establish(c) == 0);
+	ev = ct_expect(chs, RDMA_CM_EVENT_ESTABLISHED, 3000);
+	CT_CHECK(ev && ev->id == s);
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+int ct_pair_disconnect(struct rdma_event_channel *chs, struct rdma_event_channel *chc,
+		       struct rdma_cm_id *c, struct rdma_cm_id *s)
+{
+	struct rdma_cm_event *ev;
+
+	CT_CHECK(rdma_disconnect(c) == 0);
+	ev = ct_expect(chs, RDMA_CM_EVENT_DISCONNECTED, 5000);
+	CT_CHECK(ev && ev->id == s);
+	rdma_ack_cm_event(ev);
+	ev = ct_expect(chc, RDMA_CM_EVENT_DISCONNECTED, 5000);
+	CT_CHECK(ev && ev->id == c);
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+void ct_pair_destroy(struct rdma_event_channel *chs, struct rdma_event_channel *chc,
+		     struct rdma_cm_id *l, struct rdma_cm_id *c, struct rdma_cm_id *s)
+{
+	if (s)
+		rdma_destroy_id(s);
+	if (c)
+		rdma_destroy_id(c);
+	if (l)
+		rdma_destroy_id(l);
+	rdma_destroy_event_channel(chs);
+	rdma_destroy_event_channel(chc);
+}
+
+int ct_pair_teardown(struct rdma_event_channel *chs, struct rdma_event_channel *chc,
+		     struct rdma_cm_id *l, struct rdma_cm_id *c, struct rdma_cm_id *s)
+{
+	if (ct_pair_disconnect(chs, chc, c, s))
+		return 1;
+	ct_pair_destroy(chs, chc, l, c, s);
+	return 0;
 }
 
 int ct_main(int argc, char **argv, const struct ct_test *tests, size_t n)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Small helpers shared by the rdma_cm integration test programs. */
+/* Small helpers shared by the rdma_cm integration test programs (tests/integration/cm). */
 #ifndef CM_TEST_H
 #define CM_TEST_H
 
@@ -106,7 +106,7 @@ static inline int ct_addr(const char *ip, int port, struct sockaddr_storage *ss)
 	}
 }
 
-/* ---- cm_common.c ---- */
+/* ---- cm_test.c ---- */
 
 /* The address every test uses (argv[2] of the programs). */
 extern const char *ip;
@@ -145,5 +145,27 @@ static inline long ct_accept_bound_ms(void)
 }
 /* The process's TCP socket whose ends are the id's local and peer addresses, or -1. */
 int ct_conn_fd(struct rdma_cm_id *id);
+/* CLOCK_MONOTONIC in milliseconds. */
+long ct_now_ms(void);
+
+/*
+ * A QP-less pair of ids, both sides in this process: the server's channel chs with its
+ * listener l and request id s, the client's channel chc with its id c.
+ */
+/* Both channels, then request() (listen, connect with "hello", CONNECT_REQUEST). */
+int ct_pair_request(struct rdma_event_channel **chs, struct rdma_event_channel **chc,
+		    struct rdma_cm_id **l, struct rdma_cm_id **c, struct rdma_cm_id **s);
+/* Accept the request without private data and run both sides to ESTABLISHED. */
+int ct_pair_establish(struct rdma_event_channel *chs, struct rdma_event_channel *chc,
+		      struct rdma_cm_id *c, struct rdma_cm_id *s);
+/* Disconnect from c: one DISCONNECTED on each side. */
+int ct_pair_disconnect(struct rdma_event_channel *chs, struct rdma_event_channel *chc,
+		       struct rdma_cm_id *c, struct rdma_cm_id *s);
+/* Destroy s, c and l (each where not NULL), then both channels. */
+void ct_pair_destroy(struct rdma_event_channel *chs, struct rdma_event_channel *chc,
+		     struct rdma_cm_id *l, struct rdma_cm_id *c, struct rdma_cm_id *s);
+/* ct_pair_disconnect, then ct_pair_destroy. */
+int ct_pair_teardown(struct rdma_event_channel *chs, struct rdma_event_channel *chc,
+		     struct rdma_cm_id *l, struct rdma_cm_id *c, struct rdma_cm_id *s);
 
 #endif
