@@ -226,7 +226,7 @@ enum sr_cm_port_kind {
 
 struct sr_cm_id {
 	struct rdma_cm_id id;        /* the application's handle; must be first */
-	enum sr_cm_state state;
+	enum sr_cm_state state;      /* written only through sr_cm_state_set() */
 	struct sr_cm_channel *chan;  /* == to_sr_chan(id.channel) */
 	bool sync;                   /* chan is private to this id */
 	unsigned int reported;       /* events fetched by the application */
@@ -330,6 +330,9 @@ void sr_cm_id_free_unseen(struct sr_cm_id *id);
 /* Bind the id to a device: id.verbs, id.port_num (sr_cm_lock held). */
 void sr_cm_id_set_dev(struct sr_cm_id *id, struct sr_cm_dev *dev);
 const char *sr_cm_state_str(enum sr_cm_state s);
+/* state.c: move the id's state (lock held; asserts the table in debug builds). */
+bool sr_cm_state_legal(enum sr_cm_state from, enum sr_cm_state to);
+void sr_cm_state_set(struct sr_cm_id *id, enum sr_cm_state to);
 
 /* --------------------------------------------------------- addressing -- */
 
@@ -391,13 +394,16 @@ bool sr_cm_port_rule_unique(const struct sockaddr *src_a, const struct sockaddr 
 
 /* --------------------------------------------------------- connections -- */
 
+/* A connection's phase; every change through sr_cm_conn_phase_set() (state.c, its table). */
 enum sr_cm_conn_phase {
+	SR_CONN_NEW,         /* made, not yet on the engine */
 	SR_CONN_TCP_CONNECT, /* active: TCP handshake in progress */
 	SR_CONN_SEND_REQ,    /* active: writing the Request */
 	SR_CONN_READ_REPLY,  /* active: reading the Reply */
 	SR_CONN_READ_REQ,    /* passive: reading the Request */
 	SR_CONN_HELD,        /* frames done, waiting for accept/establish; nobody reads */
 	SR_CONN_STREAM,      /* QP-less connection: the CM watches the stream for its end */
+	SR_CONN_STREAM_SHUT, /* ... and we sent our FIN (rdma_disconnect): the peer's is due */
 };
 
 /* Bytes after an MPA frame that has just been read (sr_cm_conn_check_quiet). */
@@ -412,7 +418,6 @@ struct sr_cm_conn {
 	struct sr_engine_timer timer;   /* handshake / disconnect timeout */
 	enum sr_cm_conn_phase phase;
 	bool dead;                      /* claimed for teardown */
-	bool shut_wr;                   /* we sent our FIN (QP-less disconnect) */
 	struct sr_cm_id *id;            /* owner, once there is one */
 	struct sr_cm_id *listener;      /* passive handshake: the listener */
 	struct sr_list node;            /* listener->hs_list, oldest first */
@@ -424,6 +429,10 @@ struct sr_cm_conn {
 	size_t off, len;                /* progress through buf */
 	uint8_t buf[SR_MPA_RR_HDR_LEN + SR_MPA_PD_MAX];
 };
+
+/* state.c: move c's phase (lock held; asserts the table in debug builds) */
+bool sr_cm_conn_phase_legal(enum sr_cm_conn_phase from, enum sr_cm_conn_phase to);
+void sr_cm_conn_phase_set(struct sr_cm_conn *c, enum sr_cm_conn_phase to);
 
 /* conn.c: the connection object */
 struct sr_cm_conn *sr_cm_conn_new(int fd);
