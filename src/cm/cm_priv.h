@@ -18,17 +18,22 @@
  * critical section, then (unlocked) deregisters its handlers, closes its fds and frees it.
  * An engine callback that finds conn->dead set returns without touching anything else.
  *
- * Id states (enum sr_cm_state) follow the kernel's rdma_cm/iw_cm:
+ * Id states (enum sr_cm_state) follow the kernel's rdma_cm/iw_cm. Every change goes through
+ * sr_cm_state_set(), whose table (state.c) holds exactly these, asserted in debug builds:
  *   IDLE -bind-> BOUND -resolve_addr-> [ADDR_QUERY ->] ADDR_RESOLVED -resolve_route->
  *   ROUTE_RESOLVED; a failed resolution (ADDR_ERROR) returns to BOUND
  *   ROUTE_RESOLVED -connect-> CONNECTING -> ESTABLISHED (QP) | RESPONDED (no QP) | FAILED
- *   RESPONDED -establish-> ESTABLISHED
- *   IDLE|BOUND -listen-> LISTEN ; request ids start in CONN_RECV -accept-> ESTABLISHED,
- *   -reject-> FAILED
+ *   RESPONDED -establish-> ESTABLISHED | FAILED, -disconnect-> DISCONNECTED
+ *   IDLE|BOUND -listen-> LISTEN (back to BOUND if the engine refuses the socket); request
+ *   ids go from IDLE to CONN_RECV at once -accept-> ESTABLISHED | FAILED, -reject-> FAILED
  *   ESTABLISHED -disconnect-> DISCONNECTING -closed-> DISCONNECTED (closed also from
  *   ESTABLISHED when the peer ends the stream, and from rdma_destroy_qp of the attached QP,
- *   whose transport then ends the stream without calling back)
- *   any -destroy-> DESTROYING (no more events; waits for acks and in-flight calls)
+ *   whose transport then ends the stream without calling back); ESTABLISHED -> FAILED when
+ *   the transport refuses the stream (attach)
+ *   any but DESTROYING -destroy-> DESTROYING (no more events; waits for acks and in-flight
+ *   calls)
+ * A connection's phase (enum sr_cm_conn_phase) has its table in state.c too, the link's
+ * state (enum sr_cm_link_state) in link.c.
  */
 #ifndef SR_CM_PRIV_H
 #define SR_CM_PRIV_H

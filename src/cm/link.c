@@ -305,5 +305,6 @@ static bool sr_cm_link_is_closed(const struct sr_cm_link *l)
 
 static void sr_cm_link_mark_closed(struct sr_cm_link *l)
 {
-	sr_cm_link_set(l, sr_cm_link_attaching(l) ? SR_CM_LINK_ATTACHING_CLOSED : SR_CM_LINK_CLOSED);
+	sr_cm_link_set(l, sr_cm_link_attaching(l) ? SR_CM_LINK_ATTACHING_CLOSED
+						  : SR_CM_LINK_CLOSED);
 }
