@@ -99,6 +99,7 @@ static void setters_move(void **state)
 	free(id);
 }
 
+#ifndef NDEBUG
 enum bad_move { BAD_ID_MOVE, BAD_CONN_MOVE, ID_UNLOCKED, CONN_UNLOCKED };
 
 /* In a child: make one move the setters must refuse; returns how the child ended. */
@@ -133,6 +134,7 @@ static int child_move(enum bad_move what)
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	return st;
 }
+#endif
 
 static void setters_refuse(void **state)
 {
