@@ -81,7 +81,7 @@ static void sr_cm_active_fail(struct sr_cm_conn *c, enum rdma_cm_event_type type
 
 	sr_dbg("id %p: connect failed: %s %d", (void *)id, rdma_event_str(type), status);
 	sr_cm_conn_claim(c);
-	id->state = SR_CM_FAILED;
+	sr_cm_state_set(id, SR_CM_FAILED);
 	if (!qp || type != RDMA_CM_EVENT_REJECTED) {
 		sr_cm_post(id, type, status, p);
 		pthread_mutex_unlock(&sr_cm_lock);
@@ -115,7 +115,7 @@ static void sr_cm_request_sent(struct sr_cm_conn *c)
 {
 	sr_cm_update_src(c->id, c->sock.fd);
 	/* the Request is out; we send nothing more until the Reply is in */
-	c->phase = SR_CONN_READ_REPLY;
+	sr_cm_conn_phase_set(c, SR_CONN_READ_REPLY);
 	c->off = 0;
 	c->len = SR_MPA_RR_HDR_LEN;
 	c->hdr_done = false;
@@ -164,9 +164,9 @@ static void sr_cm_active_reply(struct sr_cm_conn *c)
 	qp = id->id.qp;
 	if (!qp) {
 		/* rping -q: the application moves its QP and calls rdma_establish() */
-		c->phase = SR_CONN_HELD;
+		sr_cm_conn_phase_set(c, SR_CONN_HELD);
 		sr_cm_conn_quiesce(c);
-		id->state = SR_CM_RESPONDED;
+		sr_cm_state_set(id, SR_CM_RESPONDED);
 		sr_cm_post(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, &p);
 		pthread_mutex_unlock(&sr_cm_lock);
 		return;
@@ -180,7 +180,7 @@ static void sr_cm_active_reply(struct sr_cm_conn *c)
 		pthread_mutex_lock(&sr_cm_lock);
 		if (!c->dead) {
 			sr_cm_conn_claim(c);
-			id->state = SR_CM_FAILED;
+			sr_cm_state_set(id, SR_CM_FAILED);
 			pthread_mutex_unlock(&sr_cm_lock);
 			sr_cm_conn_destroy(c);
 			sr_cm_qp_to_err(qp);
@@ -241,7 +241,7 @@ void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events)
 		}
 		if (!(events & EPOLLOUT))
 			break;
-		c->phase = SR_CONN_SEND_REQ;
+		sr_cm_conn_phase_set(c, SR_CONN_SEND_REQ);
 		/* fall through */
 	case SR_CONN_SEND_REQ:
 		while (c->off < c->len) {
@@ -316,7 +316,7 @@ static int sr_cm_send_request_now(struct sr_cm_conn *c)
 {
 	ssize_t n;
 
-	c->phase = SR_CONN_TCP_CONNECT;
+	sr_cm_conn_phase_set(c, SR_CONN_TCP_CONNECT);
 	do
 		n = send(c->sock.fd, c->buf, c->len, MSG_DONTWAIT | MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
@@ -324,7 +324,7 @@ static int sr_cm_send_request_now(struct sr_cm_conn *c)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
 	c->off = (size_t)n;
 	if (c->off < c->len) {
-		c->phase = SR_CONN_SEND_REQ;
+		sr_cm_conn_phase_set(c, SR_CONN_SEND_REQ);
 		return 0;
 	}
 	sr_cm_request_sent(c);
@@ -389,7 +389,7 @@ SR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 	s->qp_num = id->qp ? id->qp->qp_num : (conn_param ? conn_param->qp_num : 0);
 	s->fd = -1; /* the conn owns the socket now */
 	s->conn = c;
-	s->state = SR_CM_CONNECTING;
+	sr_cm_state_set(s, SR_CM_CONNECTING);
 
 	rc = sr_cm_port_connect_locked(s, &c->sock.fd);
 	err = rc == -EINPROGRESS ? 0 : rc;

@@ -30,7 +30,7 @@ int sr_cm_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr, bool act
 	/* from now on the id hears of changes to its address and device (netwatch.c) */
 	if (sr_cm_netwatch_start_locked())
 		sr_warn("no rtnetlink subscription: address changes will go unnoticed");
-	id->state = SR_CM_BOUND;
+	sr_cm_state_set(id, SR_CM_BOUND);
 
 	/* A specific address picks its device now; wildcard and loopback wait (kernel CM). */
 	if (!id->dev && !sr_addr_is_any(addr) && !sr_addr_is_loopback(addr)) {
@@ -152,7 +152,7 @@ SR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 		if (err == 0)
 			goto done; /* ADDR_QUERY: the event comes from the engine thread */
 	}
-	s->state = SR_CM_ADDR_RESOLVED;
+	sr_cm_state_set(s, SR_CM_ADDR_RESOLVED);
 	sr_cm_post(s, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL);
 done:
 	pthread_mutex_unlock(&sr_cm_lock);
@@ -180,7 +180,7 @@ SR_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 		return sr_cm_fail(EINVAL);
 	}
 	/* iWARP: the route is the TCP connection's; nothing to ask anyone. */
-	s->state = SR_CM_ROUTE_RESOLVED;
+	sr_cm_state_set(s, SR_CM_ROUTE_RESOLVED);
 	sr_cm_post(s, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL);
 	pthread_mutex_unlock(&sr_cm_lock);
 	return sync ? sr_cm_sync_wait(s) : 0;

@@ -18,17 +18,22 @@
  * critical section, then (unlocked) deregisters its handlers, closes its fds and frees it.
  * An engine callback that finds conn->dead set returns without touching anything else.
  *
- * Id states (enum sr_cm_state) follow the kernel's rdma_cm/iw_cm:
+ * Id states (enum sr_cm_state) follow the kernel's rdma_cm/iw_cm. Every change goes through
+ * sr_cm_state_set(), whose table (state.c) holds exactly these, asserted in debug builds:
  *   IDLE -bind-> BOUND -resolve_addr-> [ADDR_QUERY ->] ADDR_RESOLVED -resolve_route->
  *   ROUTE_RESOLVED; a failed resolution (ADDR_ERROR) returns to BOUND
  *   ROUTE_RESOLVED -connect-> CONNECTING -> ESTABLISHED (QP) | RESPONDED (no QP) | FAILED
- *   RESPONDED -establish-> ESTABLISHED
- *   IDLE|BOUND -listen-> LISTEN ; request ids start in CONN_RECV -accept-> ESTABLISHED,
- *   -reject-> FAILED
+ *   RESPONDED -establish-> ESTABLISHED | FAILED, -disconnect-> DISCONNECTED
+ *   IDLE|BOUND -listen-> LISTEN (back to BOUND if the engine refuses the socket); request
+ *   ids go from IDLE to CONN_RECV at once -accept-> ESTABLISHED | FAILED, -reject-> FAILED
  *   ESTABLISHED -disconnect-> DISCONNECTING -closed-> DISCONNECTED (closed also from
  *   ESTABLISHED when the peer ends the stream, and from rdma_destroy_qp of the attached QP,
- *   whose transport then ends the stream without calling back)
- *   any -destroy-> DESTROYING (no more events; waits for acks and in-flight calls)
+ *   whose transport then ends the stream without calling back); ESTABLISHED -> FAILED when
+ *   the transport refuses the stream (attach)
+ *   any but DESTROYING -destroy-> DESTROYING (no more events; waits for acks and in-flight
+ *   calls)
+ * A connection's phase (enum sr_cm_conn_phase) has its table in state.c too, the link's
+ * state (enum sr_cm_link_state) in link.c.
  */
 #ifndef SR_CM_PRIV_H
 #define SR_CM_PRIV_H
@@ -227,7 +232,7 @@ enum sr_cm_port_kind {
 
 struct sr_cm_id {
 	struct rdma_cm_id id;        /* the application's handle; must be first */
-	enum sr_cm_state state;
+	enum sr_cm_state state;      /* written only through sr_cm_state_set() */
 	struct sr_cm_channel *chan;  /* == to_sr_chan(id.channel) */
 	bool sync;                   /* chan is private to this id */
 	unsigned int reported;       /* events fetched by the application */
@@ -331,6 +336,9 @@ void sr_cm_id_free_unseen(struct sr_cm_id *id);
 /* Bind the id to a device: id.verbs, id.port_num (sr_cm_lock held). */
 void sr_cm_id_set_dev(struct sr_cm_id *id, struct sr_cm_dev *dev);
 const char *sr_cm_state_str(enum sr_cm_state s);
+/* state.c: move the id's state (lock held; asserts the table in debug builds). */
+bool sr_cm_state_legal(enum sr_cm_state from, enum sr_cm_state to);
+void sr_cm_state_set(struct sr_cm_id *id, enum sr_cm_state to);
 
 /* --------------------------------------------------------- addressing -- */
 
@@ -392,13 +400,16 @@ bool sr_cm_port_rule_unique(const struct sockaddr *src_a, const struct sockaddr 
 
 /* --------------------------------------------------------- connections -- */
 
+/* A connection's phase; every change through sr_cm_conn_phase_set() (state.c, its table). */
 enum sr_cm_conn_phase {
+	SR_CONN_NEW,         /* made, not yet on the engine */
 	SR_CONN_TCP_CONNECT, /* active: TCP handshake in progress */
 	SR_CONN_SEND_REQ,    /* active: writing the Request */
 	SR_CONN_READ_REPLY,  /* active: reading the Reply */
 	SR_CONN_READ_REQ,    /* passive: reading the Request */
 	SR_CONN_HELD,        /* frames done, waiting for accept/establish; nobody reads */
 	SR_CONN_STREAM,      /* QP-less connection: the CM watches the stream for its end */
+	SR_CONN_STREAM_SHUT, /* ... and we sent our FIN (rdma_disconnect): the peer's is due */
 };
 
 /* Bytes after an MPA frame that has just been read (sr_cm_conn_check_quiet). */
@@ -413,7 +424,6 @@ struct sr_cm_conn {
 	struct sr_engine_timer timer;   /* handshake / disconnect timeout */
 	enum sr_cm_conn_phase phase;
 	bool dead;                      /* claimed for teardown */
-	bool shut_wr;                   /* we sent our FIN (QP-less disconnect) */
 	struct sr_cm_id *id;            /* owner, once there is one */
 	struct sr_cm_id *listener;      /* passive handshake: the listener */
 	struct sr_list node;            /* listener->hs_list, oldest first */
@@ -425,6 +435,10 @@ struct sr_cm_conn {
 	size_t off, len;                /* progress through buf */
 	uint8_t buf[SR_MPA_RR_HDR_LEN + SR_MPA_PD_MAX];
 };
+
+/* state.c: move c's phase (lock held; asserts the table in debug builds) */
+bool sr_cm_conn_phase_legal(enum sr_cm_conn_phase from, enum sr_cm_conn_phase to);
+void sr_cm_conn_phase_set(struct sr_cm_conn *c, enum sr_cm_conn_phase to);
 
 /* conn.c: the connection object */
 struct sr_cm_conn *sr_cm_conn_new(int fd);

@@ -48,8 +48,10 @@ static void sr_cm_conn_sock_cb(struct sr_engine_handler *h, uint32_t events)
 		sr_cm_passive_io(c, events);
 		break;
 	case SR_CONN_STREAM:
+	case SR_CONN_STREAM_SHUT:
 		sr_cm_stream_io(c, events);
 		break;
+	case SR_CONN_NEW:  /* not on the engine yet */
 	case SR_CONN_HELD:
 		break;
 	}
@@ -72,10 +74,13 @@ static void sr_cm_conn_timer_cb(struct sr_engine_timer *t)
 		sr_cm_passive_timeout(c);
 		break;
 	case SR_CONN_STREAM:
+	case SR_CONN_STREAM_SHUT:
 		sr_cm_stream_timeout(c);
 		break;
 	case SR_CONN_HELD:
 		sr_cm_passive_held_timeout(c); /* only a held request arms one */
+		break;
+	case SR_CONN_NEW: /* no deadline yet */
 		break;
 	}
 }

@@ -53,6 +53,7 @@ static uint8_t sr_u8(int v)
 
 static struct sr_cm_dev *sr_cm_dev_find_locked(int ifindex)
 {
+	sr_assert_held(&sr_cm_dev_lock);
 	for (struct sr_cm_dev *d = sr_cm_devs; d; d = d->next)
 		if (d->ifindex == ifindex)
 			return d;

@@ -28,7 +28,7 @@ SR_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 	pthread_mutex_lock(&sr_cm_lock);
 	switch (s->state) {
 	case SR_CM_ESTABLISHED:
-		s->state = SR_CM_DISCONNECTING;
+		sr_cm_state_set(s, SR_CM_DISCONNECTING);
 		if (s->link) {
 			attached = true;
 		} else if (s->conn) {
@@ -43,7 +43,7 @@ SR_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
 		held = s->conn;
 		if (held && !sr_cm_conn_claim(held))
 			held = NULL;
-		s->state = SR_CM_DISCONNECTED;
+		sr_cm_state_set(s, SR_CM_DISCONNECTED);
 		sr_cm_post(s, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
 		break;
 	case SR_CM_DISCONNECTING:

@@ -35,6 +35,7 @@ struct sr_cm_id *sr_cm_id_new_locked(struct sr_cm_channel *chan, void *context,
 {
 	struct sr_cm_id *id = calloc(1, sizeof(*id));
 
+	sr_cm_assert_locked();
 	if (!id) {
 		errno = ENOMEM;
 		return NULL;
@@ -124,7 +125,7 @@ void sr_cm_id_free_unseen(struct sr_cm_id *id)
 	struct sr_cm_conn *c = NULL;
 
 	pthread_mutex_lock(&sr_cm_lock);
-	id->state = SR_CM_DESTROYING;
+	sr_cm_state_set(id, SR_CM_DESTROYING);
 	sr_list_del(&id->node);
 	sr_cm_port_release_locked(id);
 	c = id->conn;
@@ -188,7 +189,7 @@ SR_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 
 	pthread_mutex_lock(&sr_cm_lock);
 	prev = s->state;
-	s->state = SR_CM_DESTROYING;
+	sr_cm_state_set(s, SR_CM_DESTROYING);
 	sr_list_del(&s->node);
 	sr_cm_resolve_cancel_locked(s);
 	sr_cm_port_release_locked(s);

@@ -4,6 +4,7 @@
  * the link that outlives the id for the transport's closed callback, and QP-less
  * connections, whose socket the CM keeps (stream.c watches it).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,27 @@
 /* ------------------------------------------------------- the attachment -- */
 
 /*
+ * The link's state; every change through sr_cm_link_set() (the table is at the end of
+ * this file, asserted in debug builds):
+ *
+ *   ATTACHING -attach returns 0-> LIVE -the stream ended-> CLOSED
+ *   ATTACHING -the stream ended-> ATTACHING_CLOSED -attach returns 0-> CLOSED
+ *   ATTACHING|ATTACHING_CLOSED -attach fails-> FAILED (the link is dropped)
+ *
+ * "The stream ended": the transport's closed callback ran, or the QP is gone (destroyed
+ * through rdma_destroy_qp, or by the application with ibv_destroy_qp), whose detach ends
+ * the stream without calling back.
+ */
+enum sr_cm_link_state {
+	SR_CM_LINK_ATTACHING,        /* priv_ops->attach() has not returned yet */
+	SR_CM_LINK_ATTACHING_CLOSED, /* ... and the stream ended meanwhile: the attacher
+				      * reports it after ESTABLISHED */
+	SR_CM_LINK_LIVE,             /* attached: the transport runs the stream */
+	SR_CM_LINK_CLOSED,           /* the stream ended */
+	SR_CM_LINK_FAILED,           /* the attach failed: the transport never had it */
+};
+
+/*
  * The transport's reference (taken by a successful attach, dropped by its closed callback)
  * and the id's (dropped at destroy) keep the link alive; the transport may call back after
  * the id is gone, so it never points at the id directly.
@@ -27,9 +49,13 @@ struct sr_cm_link {
 	struct ibv_context *verbs; /* qp->context and qp->qp_num, readable after qp is gone */
 	uint32_t qpn;
 	int refs;
-	bool attaching;        /* priv_ops->attach() has not returned yet */
-	bool closed;           /* the closed callback ran */
+	enum sr_cm_link_state state; /* calloc: ATTACHING */
 };
+
+static void sr_cm_link_set(struct sr_cm_link *l, enum sr_cm_link_state to);
+static bool sr_cm_link_attaching(const struct sr_cm_link *l);
+static bool sr_cm_link_is_closed(const struct sr_cm_link *l);
+static void sr_cm_link_mark_closed(struct sr_cm_link *l);
 
 static void sr_cm_link_put(struct sr_cm_link *l)
 {
@@ -39,9 +65,10 @@ static void sr_cm_link_put(struct sr_cm_link *l)
 
 void sr_cm_closed_locked(struct sr_cm_id *id)
 {
+	sr_cm_assert_locked();
 	if (id->state != SR_CM_ESTABLISHED && id->state != SR_CM_DISCONNECTING)
 		return;
-	id->state = SR_CM_DISCONNECTED;
+	sr_cm_state_set(id, SR_CM_DISCONNECTED);
 	sr_cm_post(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
 }
 
@@ -51,9 +78,9 @@ void sr_cm_link_closed(void *arg, int err)
 
 	pthread_mutex_lock(&sr_cm_lock);
 	sr_dbg("link %p closed (%d)", arg, err);
-	l->closed = true;
+	sr_cm_link_mark_closed(l);
 	/* while attaching, the attacher reports it after ESTABLISHED */
-	if (l->id && !l->attaching)
+	if (l->id && !sr_cm_link_attaching(l))
 		sr_cm_closed_locked(l->id);
 	sr_cm_link_put(l);
 	pthread_mutex_unlock(&sr_cm_lock);
@@ -94,8 +121,8 @@ void sr_cm_link_destroy_qp(struct sr_cm_id *id, struct ibv_qp *qp)
 
 	/* detach waited for a running closed callback: it either ran or never will */
 	pthread_mutex_lock(&sr_cm_lock);
-	if (!l->closed) {
-		l->closed = true;
+	if (!sr_cm_link_is_closed(l)) {
+		sr_cm_link_mark_closed(l);
 		if (l->id)
 			sr_cm_closed_locked(l->id);
 		l->refs--; /* the transport's reference, never to be dropped by it */
@@ -118,7 +145,7 @@ struct ibv_qp *sr_cm_link_live_qp(struct sr_cm_id *id)
 
 	pthread_mutex_lock(&sr_cm_lock);
 	l = id->link;
-	if (l && !l->closed) {
+	if (l && !sr_cm_link_is_closed(l)) {
 		l->refs++;
 		qp = l->qp;
 	}
@@ -129,8 +156,8 @@ struct ibv_qp *sr_cm_link_live_qp(struct sr_cm_id *id)
 	if (ops && ops->qp_by_num && ops->qp_by_num(l->verbs, l->qpn) != qp)
 		qp = NULL;
 	pthread_mutex_lock(&sr_cm_lock);
-	if (!qp && !l->closed) {
-		l->closed = true;
+	if (!qp && !sr_cm_link_is_closed(l)) {
+		sr_cm_link_mark_closed(l);
 		if (l->id)
 			sr_cm_closed_locked(l->id);
 		l->refs--; /* the transport's */
@@ -158,17 +185,17 @@ int sr_cm_start_stream(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
 	}
 	if (!qp) {
 		/* QP-less: the CM keeps the socket and watches for the stream's end */
-		c->phase = SR_CONN_STREAM;
+		sr_cm_conn_phase_set(c, SR_CONN_STREAM);
 		err = c->sock.registered ? sr_engine_mod(&c->sock, EPOLLIN | EPOLLRDHUP)
 					 : sr_engine_add(&c->sock, EPOLLIN | EPOLLRDHUP);
 		if (err) {
 			sr_cm_conn_claim(c);
-			id->state = SR_CM_FAILED;
+			sr_cm_state_set(id, SR_CM_FAILED);
 			pthread_mutex_unlock(&sr_cm_lock);
 			sr_cm_conn_destroy(c);
 			return err;
 		}
-		id->state = SR_CM_ESTABLISHED;
+		sr_cm_state_set(id, SR_CM_ESTABLISHED);
 		if (report_est)
 			sr_cm_post(id, RDMA_CM_EVENT_ESTABLISHED, 0, est);
 		pthread_mutex_unlock(&sr_cm_lock);
@@ -186,9 +213,8 @@ int sr_cm_start_stream(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
 	l->verbs = qp->context;
 	l->qpn = qp->qp_num;
 	l->refs = 2;
-	l->attaching = true;
 	id->link = l;
-	id->state = SR_CM_ESTABLISHED;
+	sr_cm_state_set(id, SR_CM_ESTABLISHED);
 	pthread_mutex_unlock(&sr_cm_lock);
 
 	/* The fd leaves the CM: no engine callback of ours may touch it any more. */
@@ -211,8 +237,8 @@ int sr_cm_start_stream(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
 	err = ops && ops->attach ? ops->attach(qp, &params) : -EOPNOTSUPP;
 
 	pthread_mutex_lock(&sr_cm_lock);
-	l->attaching = false;
 	if (err) {
+		sr_cm_link_set(l, SR_CM_LINK_FAILED);
 		sr_err("transport attach: %d", err);
 		if (id->link == l) {
 			/* the id's reference, unless destroy took it already */
@@ -222,7 +248,7 @@ int sr_cm_start_stream(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
 		}
 		sr_cm_link_put(l); /* the transport never took its reference */
 		if (id->state == SR_CM_ESTABLISHED)
-			id->state = SR_CM_FAILED;
+			sr_cm_state_set(id, SR_CM_FAILED);
 		if (initiator && report_est)
 			sr_cm_post(id, RDMA_CM_EVENT_CONNECT_ERROR, err, NULL);
 		pthread_mutex_unlock(&sr_cm_lock);
@@ -230,10 +256,55 @@ int sr_cm_start_stream(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
 		sr_cm_qp_to_err(qp);
 		return err;
 	}
+	sr_cm_link_set(l, sr_cm_link_is_closed(l) ? SR_CM_LINK_CLOSED : SR_CM_LINK_LIVE);
 	if (report_est)
 		sr_cm_post(id, RDMA_CM_EVENT_ESTABLISHED, 0, est);
-	if (l->closed && l->id)
+	if (sr_cm_link_is_closed(l) && l->id)
 		sr_cm_closed_locked(id);
 	pthread_mutex_unlock(&sr_cm_lock);
 	return 0;
+}
+
+/* ------------------------------------------------------ the link's state -- */
+
+#ifndef NDEBUG
+/* enum sr_cm_link_state: the states each state may move to. */
+static bool sr_cm_link_legal(enum sr_cm_link_state from, enum sr_cm_link_state to)
+{
+	switch (from) {
+	case SR_CM_LINK_ATTACHING:
+		return to == SR_CM_LINK_LIVE || to == SR_CM_LINK_ATTACHING_CLOSED ||
+		       to == SR_CM_LINK_FAILED;
+	case SR_CM_LINK_ATTACHING_CLOSED:
+		return to == SR_CM_LINK_CLOSED || to == SR_CM_LINK_FAILED;
+	case SR_CM_LINK_LIVE:
+		return to == SR_CM_LINK_CLOSED;
+	default: /* CLOSED, FAILED: final */
+		return false;
+	}
+}
+#endif
+
+static void sr_cm_link_set(struct sr_cm_link *l, enum sr_cm_link_state to)
+{
+	sr_cm_assert_locked();
+	assert(sr_cm_link_legal(l->state, to));
+	l->state = to;
+}
+
+static bool sr_cm_link_attaching(const struct sr_cm_link *l)
+{
+	return l->state == SR_CM_LINK_ATTACHING || l->state == SR_CM_LINK_ATTACHING_CLOSED;
+}
+
+/* The stream ended (whether or not the attach has returned yet). */
+static bool sr_cm_link_is_closed(const struct sr_cm_link *l)
+{
+	return l->state == SR_CM_LINK_ATTACHING_CLOSED || l->state == SR_CM_LINK_CLOSED;
+}
+
+static void sr_cm_link_mark_closed(struct sr_cm_link *l)
+{
+	sr_cm_link_set(l, sr_cm_link_attaching(l) ? SR_CM_LINK_ATTACHING_CLOSED
+						  : SR_CM_LINK_CLOSED);
 }

@@ -57,6 +57,7 @@ static bool sr_cm_has_path(const struct sr_cm_id *id)
 
 static void sr_cm_addr_change_locked(struct sr_cm_id *id, const char *why)
 {
+	sr_cm_assert_locked();
 	sr_dbg("id %p: ADDR_CHANGE (%s)", (void *)id, why);
 	sr_cm_post(id, RDMA_CM_EVENT_ADDR_CHANGE, 0, NULL);
 }

@@ -128,7 +128,7 @@ static int sr_cm_set_ib_path(struct sr_cm_id *s, const void *val, size_t len)
 		found = p[i].flags == want;
 	if (!found || !s->dev || s->state != SR_CM_ADDR_RESOLVED)
 		return -EINVAL;
-	s->state = SR_CM_ROUTE_RESOLVED;
+	sr_cm_state_set(s, SR_CM_ROUTE_RESOLVED);
 	sr_cm_post(s, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL);
 	return 0;
 }

@@ -116,7 +116,7 @@ static void sr_cm_passive_request(struct sr_cm_conn *c)
 	id->user_timeout_ms = l->user_timeout_ms;
 	id->ack_timeout = l->ack_timeout;
 	sr_cm_apply_sockopts(id, c->sock.fd);
-	id->state = SR_CM_CONN_RECV;
+	sr_cm_state_set(id, SR_CM_CONN_RECV);
 	id->peer = req;
 	id->have_peer = true;
 
@@ -126,7 +126,7 @@ static void sr_cm_passive_request(struct sr_cm_conn *c)
 	c->listener = NULL;
 	c->id = id;
 	id->conn = c;
-	c->phase = SR_CONN_HELD;
+	sr_cm_conn_phase_set(c, SR_CONN_HELD);
 	sr_cm_conn_quiesce(c);
 	/* not for ever (an engine timer: no system call, no descriptor) */
 	sr_cm_conn_arm_timer(c, sr_cm_accept_timeout_ms());
@@ -274,6 +274,7 @@ static enum sr_cm_admission sr_cm_make_room_locked(struct sr_cm_id *l,
 	uint64_t now = sr_mono_ns();
 	unsigned int same;
 
+	sr_cm_assert_locked();
 	oldest = sr_cm_oldest_of(l, peer, &same);
 	if (same >= SR_CM_MAX_HANDSHAKES_PER_SOURCE &&
 	    (sr_cm_hs_slow(oldest, now) || same >= SR_CM_MAX_HANDSHAKES_PER_SOURCE_BURST))
@@ -354,7 +355,7 @@ static void sr_cm_listen_cb(struct sr_engine_handler *h, uint32_t events)
 			continue;
 		}
 		sr_addr_store(&c->peer, (struct sockaddr *)&peer);
-		c->phase = SR_CONN_READ_REQ;
+		sr_cm_conn_phase_set(c, SR_CONN_READ_REQ);
 		c->len = SR_MPA_RR_HDR_LEN;
 		c->listener = l;
 		c->accepted_ns = sr_mono_ns();
@@ -429,10 +430,10 @@ SR_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 	s->backlog = backlog;
 	s->listen_h.fd = s->fd;
 	s->listen_h.cb = sr_cm_listen_cb;
-	s->state = SR_CM_LISTEN;
+	sr_cm_state_set(s, SR_CM_LISTEN);
 	err = sr_engine_add(&s->listen_h, EPOLLIN);
 	if (err)
-		s->state = SR_CM_BOUND;
+		sr_cm_state_set(s, SR_CM_BOUND);
 out:
 	pthread_mutex_unlock(&sr_cm_lock);
 	return err ? sr_cm_fail(-err) : 0;
@@ -522,7 +523,7 @@ SR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_pa
 		c = s->conn;
 		if (c && !sr_cm_conn_claim(c))
 			c = NULL;
-		s->state = SR_CM_FAILED;
+		sr_cm_state_set(s, SR_CM_FAILED);
 		pthread_mutex_unlock(&sr_cm_lock);
 		if (c)
 			sr_cm_conn_destroy(c);
@@ -566,7 +567,7 @@ SR_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 		pthread_mutex_unlock(&sr_cm_lock);
 		return sr_cm_fail(EINVAL);
 	}
-	s->state = SR_CM_FAILED;
+	sr_cm_state_set(s, SR_CM_FAILED);
 	pthread_mutex_unlock(&sr_cm_lock);
 	/* No local event; the peer gets REJECTED with this private data. */
 	sr_cm_send_reject(c->sock.fd, &s->peer, private_data, len);

@@ -48,18 +48,19 @@ static void sr_cm_path_set_mac(struct sr_cm_id *id, const struct sr_neigh *n)
  */
 static void sr_cm_resolve_done_locked(struct sr_cm_id *id, int status, const struct sr_neigh *n)
 {
+	sr_cm_assert_locked();
 	sr_list_del(&id->nwait_node);
 	sr_list_init(&id->nwait_node);
 	id->nwait = NULL;
 	if (status) {
 		/* the kernel CM returns a failed id to ADDR_BOUND: it may resolve again */
-		id->state = SR_CM_BOUND;
+		sr_cm_state_set(id, SR_CM_BOUND);
 		id->path.oif = 0;
 		sr_cm_post(id, RDMA_CM_EVENT_ADDR_ERROR, status, NULL);
 	} else {
 		if (n)
 			sr_cm_path_set_mac(id, n);
-		id->state = SR_CM_ADDR_RESOLVED;
+		sr_cm_state_set(id, SR_CM_ADDR_RESOLVED);
 		sr_cm_post(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL);
 	}
 }
@@ -68,6 +69,7 @@ static void sr_cm_nwait_finish_locked(struct sr_cm_nwait *w, int status, const s
 {
 	struct sr_list *pos, *tmp;
 
+	sr_cm_assert_locked();
 	sr_list_for_each_safe(pos, tmp, &w->ids)
 		sr_cm_resolve_done_locked(sr_list_entry(pos, struct sr_cm_id, nwait_node), status,
 					  n);
@@ -81,6 +83,7 @@ static void sr_cm_resolve_rearm_locked(void)
 	uint64_t first = 0, now;
 	struct sr_list *p, *q;
 
+	sr_cm_assert_locked();
 	sr_list_for_each_safe(p, q, &sr_cm_nwaits) {
 		struct sr_cm_nwait *w = sr_list_entry(p, struct sr_cm_nwait, node);
 		struct sr_list *ip, *iq;
@@ -104,6 +107,7 @@ static struct sr_cm_nwait *sr_cm_nwait_find_locked(int ifindex, const struct soc
 {
 	struct sr_list *p, *q;
 
+	sr_cm_assert_locked();
 	sr_list_for_each_safe(p, q, &sr_cm_nwaits) {
 		struct sr_cm_nwait *w = sr_list_entry(p, struct sr_cm_nwait, node);
 
@@ -207,7 +211,7 @@ int sr_cm_resolve_nexthop_locked(struct sr_cm_id *id, int ifindex, const struct 
 	id->nwait = w;
 	id->resolve_deadline = sr_mono_ns() + (uint64_t)SR_MAX(timeout_ms, 0) * 1000000u;
 	sr_list_add_tail(&w->ids, &id->nwait_node);
-	id->state = SR_CM_ADDR_QUERY;
+	sr_cm_state_set(id, SR_CM_ADDR_QUERY);
 	sr_cm_resolve_rearm_locked();
 	return 0;
 }

@@ -52,7 +52,7 @@ void sr_cm_stream_timeout(struct sr_cm_conn *c)
 	pthread_mutex_lock(&sr_cm_lock);
 	/* Only our disconnect's timer ends the stream; one left from the handshake (a request
 	 * held for accept, passive.c) finds it not shut down and has nothing to do. */
-	if (c->dead || !c->shut_wr) {
+	if (c->dead || c->phase != SR_CONN_STREAM_SHUT) {
 		pthread_mutex_unlock(&sr_cm_lock);
 		return;
 	}
@@ -61,9 +61,9 @@ void sr_cm_stream_timeout(struct sr_cm_conn *c)
 
 int sr_cm_stream_shutdown(struct sr_cm_conn *c)
 {
-	if (c->shut_wr)
+	if (c->phase == SR_CONN_STREAM_SHUT)
 		return 0;
-	c->shut_wr = true;
+	sr_cm_conn_phase_set(c, SR_CONN_STREAM_SHUT);
 	shutdown(c->sock.fd, SHUT_WR);
 	return sr_cm_conn_arm_timer(c, SR_CM_DISCONNECT_TIMEOUT_MS);
 }

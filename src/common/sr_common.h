@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "common/sr_lock.h" /* sr_assert_held() for every _locked function */
+
 /* Marks a function that leaves the shared library; the version script picks the node. */
 #define SR_EXPORT __attribute__((visibility("default")))
 

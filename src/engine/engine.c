@@ -107,6 +107,7 @@ static void sr_engine_timer_program_locked(void)
 	struct itimerspec its = { 0 };
 	struct sr_engine_timer *t;
 
+	sr_assert_held(&eng.mu);
 	if (sr_list_empty(&eng.timers))
 		return;
 	t = sr_list_first(&eng.timers, struct sr_engine_timer, node);
@@ -198,6 +199,7 @@ static void sr_engine_helper_rearm_locked(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = SR_ENGINE_HELPER_SLOT };
 
+	sr_assert_held(&eng.mu);
 	if (eng.helper && eng.helper_fd >= 0)
 		epoll_ctl(eng.epfd, EPOLL_CTL_MOD, eng.helper_fd, &ev);
 }
@@ -371,6 +373,7 @@ static int sr_engine_outer_locked(bool on)
 {
 	struct epoll_event ev = { .events = on ? EPOLLIN : 0 };
 
+	sr_assert_held(&eng.mu);
 	return epoll_ctl(eng.outer, EPOLL_CTL_MOD, eng.epfd, &ev) < 0 ? -errno : 0;
 }
 

@@ -38,6 +38,7 @@ static pthread_cond_t sr_iw_close_cv = PTHREAD_COND_INITIALIZER;
 /* sr_iw_fd_lock held: move c->life along enum sr_iw_life (iwarp.h). */
 static void sr_iw_life_set_locked(struct sr_iw_conn *c, enum sr_iw_life to)
 {
+	sr_assert_held(&sr_iw_fd_lock);
 	assert((c->life == SR_IW_LIFE_LIVE && to == SR_IW_LIFE_CLOSING) ||
 	       (c->life == SR_IW_LIFE_CLOSING &&
 		(to == SR_IW_LIFE_CLOSING_FREE || to == SR_IW_LIFE_CLOSED)) ||
@@ -56,18 +57,21 @@ static void sr_iw_ask_end_locked(struct sr_iw_conn *c, bool cut)
 		[SR_IW_ASK_DISCONNECT_CUT] = { SR_IW_ASK_DISCONNECT_CUT, SR_IW_ASK_DISCONNECT_CUT },
 	};
 
+	sr_assert_held(&sr_iw_fd_lock);
 	c->end_ask = next[c->end_ask][cut];
 }
 
 /* sr_iw_fd_lock held: whether the stream was cut (its end is not orderly). */
 static bool sr_iw_cut_locked(const struct sr_iw_conn *c)
 {
+	sr_assert_held(&sr_iw_fd_lock);
 	return c->end_ask == SR_IW_ASK_CUT || c->end_ask == SR_IW_ASK_DISCONNECT_CUT;
 }
 
 /* sr_iw_fd_lock held: whether the application asked for the end (rdma_disconnect). */
 static bool sr_iw_disconnect_asked_locked(const struct sr_iw_conn *c)
 {
+	sr_assert_held(&sr_iw_fd_lock);
 	return c->end_ask == SR_IW_ASK_DISCONNECT || c->end_ask == SR_IW_ASK_DISCONNECT_CUT;
 }
 
@@ -251,6 +255,7 @@ void sr_iw_conn_close(struct sr_iw_conn *c, int err)
  */
 static void sr_iw_drop_input_locked(struct sr_iw_conn *c)
 {
+	sr_assert_held(&sr_iw_fd_lock);
 	if (c->fd >= 0)
 		sr_drain(c->fd);
 }
@@ -310,6 +315,7 @@ static void sr_iw_close_dropping_input(struct sr_iw_conn *c)
 /* tx_lock held: a Terminate (or an FPDU ahead of it) still waits for room in the socket. */
 static bool sr_iw_term_in_flight_locked(const struct sr_iw_conn *c)
 {
+	sr_assert_held(&c->tx_lock);
 	return c->fp_busy || c->tx_end == SR_IW_TXE_TERM_QUEUED;
 }
 
@@ -432,6 +438,7 @@ static int sr_iw_ready_rx_locked(struct sr_iw_conn *c, uint32_t events)
 {
 	int r = 0;
 
+	sr_assert_held(&c->rx_lock);
 	if (c->rx_state == SR_IW_RXS_TERMINATING)
 		return SR_IW_RX_TERMINATING;
 	switch (c->rx_owner) {

@@ -19,6 +19,7 @@ _Atomic unsigned long sr_iw_poll_passes;
 
 void sr_iw_rx_owner_set_locked(struct sr_iw_conn *c, enum sr_iw_rx_owner o)
 {
+	sr_assert_held(&c->rx_lock);
 	pthread_mutex_lock(&c->tx_lock);
 	c->rx_owner = o;
 	/* Level-triggered: input that arrived while EPOLLIN was off wakes the engine at once.

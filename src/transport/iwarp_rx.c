@@ -74,6 +74,7 @@ uint32_t sr_iw_rx_interest(const struct sr_iw_conn *c)
 
 void sr_iw_interest_sync_locked(struct sr_iw_conn *c)
 {
+	sr_assert_held(&c->tx_lock);
 	if (!sr_iw_tx_ended(c) && c->h.registered)
 		sr_engine_mod(&c->h, sr_iw_rx_interest(c) | (c->tx_want_out ? EPOLLOUT : 0));
 }

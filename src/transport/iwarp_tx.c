@@ -52,11 +52,13 @@ void sr_iw_tx_end_set(struct sr_iw_conn *c, enum sr_iw_tx_end to)
 
 void sr_iw_tx_kill_locked(struct sr_iw_conn *c)
 {
+	sr_assert_held(&c->tx_lock);
 	sr_iw_tx_end_set(c, SR_IW_TXE_DEAD);
 }
 
 void sr_iw_tx_fin_locked(struct sr_iw_conn *c)
 {
+	sr_assert_held(&c->tx_lock);
 	shutdown(c->fd, SHUT_WR);
 	if (c->tx_end == SR_IW_TXE_TERM_SENT)
 		sr_iw_tx_end_set(c, SR_IW_TXE_TERM_FIN);
@@ -318,6 +320,7 @@ static void sr_iw_term_locked(struct sr_iw_conn *c, const struct sr_term_info *t
 {
 	ssize_t n;
 
+	sr_assert_held(&c->tx_lock);
 	/* Once a FIN or a Terminate is on its way nothing can follow it. */
 	if (c->tx_end != SR_IW_TXE_OPEN && c->tx_end != SR_IW_TXE_FIN_QUEUED)
 		return;
@@ -845,6 +848,7 @@ static bool sr_iw_batch_get(struct sr_iw_conn *c)
 
 static void sr_iw_tx_run_locked(struct sr_iw_conn *c)
 {
+	sr_assert_held(&c->tx_lock);
 	for (int budget = SR_IW_TX_BUDGET; budget > 0; budget--) {
 		int r;
 
@@ -913,6 +917,7 @@ static void sr_iw_tx_run_locked(struct sr_iw_conn *c)
 
 void sr_iw_tx_progress_locked(struct sr_iw_conn *c)
 {
+	sr_assert_held(&c->tx_lock);
 	sr_iw_tx_run_locked(c);
 	/* What the socket took is completed (a partly written message cannot be answered
 	 * yet): nothing for the receive side to wait for. */

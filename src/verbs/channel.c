@@ -72,6 +72,7 @@ static void sr_chan_count_rest_locked(struct sr_comp_channel *chan)
 {
 	uint64_t n = chan->uncounted;
 
+	sr_assert_held(&chan->lock);
 	if (!n)
 		return;
 	chan->uncounted = 0;

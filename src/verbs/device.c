@@ -101,6 +101,7 @@ void sr_device_get(struct sr_device *dev)
 
 static void sr_device_put_locked(struct sr_device *dev)
 {
+	sr_assert_held(&sr_registry_lock);
 	if (--dev->refcnt == 0)
 		free(dev);
 }
@@ -125,6 +126,7 @@ static struct sr_device *sr_device_find_locked(int ifindex)
 {
 	struct sr_list *pos, *tmp;
 
+	sr_assert_held(&sr_registry_lock);
 	sr_list_for_each_safe(pos, tmp, &sr_devices) {
 		struct sr_device *dev = sr_list_entry(pos, struct sr_device, node);
 
@@ -139,6 +141,7 @@ static void sr_device_add_locked(const struct sr_netdev_link *l)
 	struct sr_device *dev = calloc(1, sizeof(*dev));
 	const char *prefix = sr_config_str("SOFTRDMA_DEVICE_PREFIX");
 
+	sr_assert_held(&sr_registry_lock);
 	if (!dev)
 		return;
 	dev->refcnt = 1; /* the registry's */
@@ -166,6 +169,7 @@ static void sr_device_update_locked(struct sr_device *dev, const struct sr_netde
 	bool now = sr_netdev_link_running(l);
 	bool mac_changed = memcmp(dev->link.addr, l->addr, 6) != 0;
 
+	sr_assert_held(&sr_registry_lock);
 	dev->link = *l;
 	/* The device name and node GUID are fixed at discovery, like a NIC's. The GID follows. */
 	if (was != now)
@@ -176,6 +180,7 @@ static void sr_device_update_locked(struct sr_device *dev, const struct sr_netde
 
 static void sr_device_remove_locked(struct sr_device *dev)
 {
+	sr_assert_held(&sr_registry_lock);
 	dev->removed = true;
 	sr_async_post_device(dev, IBV_EVENT_DEVICE_FATAL);
 	sr_list_del(&dev->node);

@@ -50,6 +50,7 @@ static bool sr_qp_llp_take_locked(struct sr_qp *qp)
 {
 	struct sr_context *ctx = to_sr_ctx(qp->ibqp.context);
 
+	sr_assert_held(&qp->lock);
 	if (qp->llp == SR_QP_LLP_CM)
 		return true;
 	pthread_mutex_lock(&ctx->lock);

@@ -61,6 +61,7 @@ static int sr_srq_resize_locked(struct sr_srq *srq, uint32_t max_wr)
 	size_t slot_size;
 	void *slots;
 
+	sr_assert_held(&srq->lock);
 	if (max_wr < srq->count)
 		return EINVAL;
 	slots = sr_recv_ring_alloc(max_wr, srq->max_sge, &slot_size);

@@ -99,6 +99,7 @@ static void sr_rq_flush_wc(const struct sr_qp *qp, const struct sr_recv_wqe *w)
 
 void sr_qp_sqd_check_locked(struct sr_qp *qp)
 {
+	sr_assert_held(&qp->lock);
 	if (qp->state == IBV_QPS_SQD && qp->sqd_notify && qp->sq_started == 0) {
 		qp->sqd_notify = false;
 		sr_async_post_obj(qp->ibqp.context, IBV_EVENT_SQ_DRAINED, &qp->ibqp,
@@ -110,6 +111,7 @@ void sr_qp_drop_taken_locked(struct sr_qp *qp, bool complete)
 {
 	struct sr_list *pos, *tmp;
 
+	sr_assert_held(&qp->lock);
 	sr_list_for_each_safe(pos, tmp, &qp->rq_taken) {
 		struct sr_recv_wqe *w = sr_list_entry(pos, struct sr_recv_wqe, node);
 
@@ -126,6 +128,7 @@ bool sr_sq_reap_locked(struct sr_qp *qp)
 	bool local_err = false, err = false;
 	struct ibv_wc wc;
 
+	sr_assert_held(&qp->lock);
 	while (qp->sq_count) {
 		struct sr_send_wqe *w = sr_sq_slot(qp, qp->sq_head);
 		/* The started WQEs are a prefix: a WQE popped while none are started failed its
@@ -160,6 +163,7 @@ void sr_qp_flush_locked(struct sr_qp *qp)
 {
 	struct ibv_wc wc;
 
+	sr_assert_held(&qp->lock);
 	while (qp->sq_count) {
 		struct sr_send_wqe *w = sr_sq_slot(qp, qp->sq_head);
 		/* A WQE that already failed reports its own error, in its place in the order. */
@@ -192,6 +196,7 @@ bool sr_qp_error_locked(struct sr_qp *qp)
 {
 	bool entered = qp->state != IBV_QPS_ERR;
 
+	sr_assert_held(&qp->lock);
 	qp->state = IBV_QPS_ERR;
 	qp->ibqp.state = IBV_QPS_ERR;
 	sr_qp_flush_locked(qp);
@@ -204,6 +209,7 @@ bool sr_qp_error_locked(struct sr_qp *qp)
 
 void sr_qp_discard_locked(struct sr_qp *qp)
 {
+	sr_assert_held(&qp->lock);
 	for (uint32_t i = 0; i < qp->sq_count; i++)
 		sr_sq_slot(qp, qp->sq_head + i)->done = false;
 	qp->sq_head = qp->sq_count = qp->sq_started = 0;
