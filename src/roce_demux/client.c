@@ -200,7 +200,8 @@ uint64_t sr_rdx_dropped(const struct sr_rdx *x)
 	return atomic_load(&((struct sr_rdx *)x)->dropped);
 }
 
-static int rdx_rpc_locked(struct sr_rdx *x, struct rdx_msg *m)
+/* One request and its answer at a time on the control socket (takes x->lock). */
+static int rdx_call(struct sr_rdx *x, struct rdx_msg *m)
 {
 	int e;
 
@@ -216,13 +217,13 @@ int sr_rdx_gsi(struct sr_rdx *x, bool join)
 {
 	struct rdx_msg m = { .op = join ? RDX_GSI_JOIN : RDX_GSI_LEAVE };
 
-	return rdx_rpc_locked(x, &m);
+	return rdx_call(x, &m);
 }
 
 int sr_rdx_stats(struct sr_rdx *x, uint64_t st[RDX_ST_COUNT])
 {
 	struct rdx_msg m = { .op = RDX_STATS };
-	int e = rdx_rpc_locked(x, &m);
+	int e = rdx_call(x, &m);
 
 	if (e == 0)
 		memcpy(st, m.vals, sizeof(m.vals));
