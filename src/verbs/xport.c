@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The entry points the transport calls (sr_obj.h documents the contract). None is called
- * with a verbs lock held, and none calls back into the transport while holding one.
+ * The entry points the transport calls (transport/sr_xport_contract.h documents the
+ * contract). None is called with a verbs lock held, and none calls back into the transport
+ * while holding one.
  */
 #include <stdlib.h>
 #include <string.h>
