@@ -297,7 +297,7 @@ static void t_rx_budget(void **s)
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sa);
 	uint8_t *region, *stream, sbuf[2][64];
-	struct closed_rec bcl = { 0 };
+	struct xt_closed_rec bcl = { 0 };
 	struct ibv_mr *mr, *smr;
 	struct sr_iw_conn *ca;
 	struct ibv_qp *bqp;
@@ -362,7 +362,7 @@ static void t_rx_budget(void **s)
 
 	/* A attached with nothing to read yet; then its callback is made to wait */
 	ep_attach(&a, qa, false, mpa_conn(false, 0, 1, 1));
-	ca = to_sr_qp(a.qp)->xport;
+	ca = xt_conn(a.qp);
 	pthread_mutex_lock(&ca->rx_lock);
 	for (uint32_t off = 0; off < RXB_TOTAL; off += RXB_PAY)
 		n += fpdu_tagged(stream + n, false, SR_RDMAP_OP_WRITE, true, mr->rkey,
@@ -379,7 +379,7 @@ static void t_rx_budget(void **s)
 	{
 		struct sr_xport_attach p = {
 			.kind = SR_XPORT_IWARP,
-			.cb = { .arg = &bcl, .closed = on_closed },
+			.cb = xt_closed_cb(&bcl),
 			.u.iwarp = { .fd = qb, .initiator = false,
 				     .mpa = mpa_conn(false, 0, 1, 1) },
 		};

@@ -12,7 +12,6 @@
 
 #include "xport_helpers.h"
 
-#define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 
 /*
  * The transport's sendmsg() calls on one socket, counted (linked with --wrap=sendmsg): how
@@ -1058,7 +1057,7 @@ static void t_dereg_cuts_write(void **s)
 /* A Read Response waits for the socket, with nresp responses owed in all (queued ones too). */
 static bool rresp_blocked(struct rq *t, uint32_t nresp)
 {
-	struct sr_iw_conn *c = to_sr_qp(t->e.qp)->xport;
+	struct sr_iw_conn *c = xt_conn(t->e.qp);
 	bool b;
 
 	pthread_mutex_lock(&c->tx_lock);
@@ -1306,7 +1305,7 @@ static void t_small_batch_nocrc(void **s)
 /* The transmit side is blocked (socket full) in the middle of WQE wr_id. */
 static bool wqe_blocked(struct rq *t, uint64_t wr_id)
 {
-	struct sr_iw_conn *c = to_sr_qp(t->e.qp)->xport;
+	struct sr_iw_conn *c = xt_conn(t->e.qp);
 	bool b;
 
 	pthread_mutex_lock(&c->tx_lock);

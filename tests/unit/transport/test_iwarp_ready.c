@@ -10,7 +10,6 @@
  */
 #include "xport_helpers.h"
 
-#define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 /* A wait that never ends within a test: whatever goes out came from the peer's sign. */
 #define NEVER_MS 600000
 /* Bytes of a Read RTR with CRC: MPA length, DDP/RDMAP header of a Read Request, CRC. */
@@ -34,34 +33,6 @@ static void rp_down(struct rp *t)
 {
 	ep_destroy(&t->e);
 	close(t->peer);
-}
-
-static struct sr_iw_conn *xconn(struct ep *e)
-{
-	return to_sr_qp(e->qp)->xport;
-}
-
-static enum sr_iw_tx_gate gate_of(struct ep *e)
-{
-	struct sr_iw_conn *c = xconn(e);
-	enum sr_iw_tx_gate g;
-
-	pthread_mutex_lock(&c->tx_lock);
-	g = c->tx_gate;
-	pthread_mutex_unlock(&c->tx_lock);
-	return g;
-}
-
-/* Send WQEs the transport has taken from the queue (started, not yet reaped). */
-static uint32_t sq_started(struct ep *e)
-{
-	struct sr_qp *qp = to_sr_qp(e->qp);
-	uint32_t n;
-
-	pthread_mutex_lock(&qp->lock);
-	n = qp->sq_started;
-	pthread_mutex_unlock(&qp->lock);
-	return n;
 }
 
 /* The peer answers a zero-length Read RTR (sink STag 0, TO 0) as siw does. */
@@ -137,7 +108,7 @@ static void t_siw_late_install(void **s)
 			sent = true; /* the Send went out right behind the RTR */
 			break;
 		}
-		if (gate_of(&t.e) == SR_IW_GATE_PEER_READY && sq_started(&t.e) == 0)
+		if (xt_tx_gate(t.e.qp) == SR_IW_GATE_PEER_READY && xt_sq_started(t.e.qp) == 0)
 			break;
 		usleep(200);
 	}
@@ -198,8 +169,8 @@ static void t_hold_order(void **s)
 	post_send1(&t.e, 4, IBV_WR_SEND, IBV_SEND_INLINE, d, 2, 0, 0, 0);
 	/* held: nothing on the wire, nothing taken from the queue, nothing completed */
 	assert_false(fd_readable(t.peer, 200));
-	assert_int_equal(gate_of(&t.e), SR_IW_GATE_PEER_READY);
-	assert_int_equal(sq_started(&t.e), 0);
+	assert_int_equal(xt_tx_gate(t.e.qp), SR_IW_GATE_PEER_READY);
+	assert_int_equal(xt_sq_started(t.e.qp), 0);
 	no_wc(t.e.scq, 0);
 
 	send_rtr_response(&t, true);
@@ -248,12 +219,12 @@ static void hold_any_fpdu(uint8_t rtr)
 	ep_attach_ready(&t.e, t.qfd, true, mpa_conn(false, rtr, 1, 1), NEVER_MS);
 	expect_rtr(&t, rtr);
 	assert_false(fd_readable(t.peer, 100));
-	assert_int_equal(gate_of(&t.e), SR_IW_GATE_PEER_READY);
+	assert_int_equal(xt_tx_gate(t.e.qp), SR_IW_GATE_PEER_READY);
 	/* the peer's own zero-length Write (it may talk once our RTR is in) */
 	n = fpdu_tagged(fp, false, SR_RDMAP_OP_WRITE, true, 1, 0, NULL, 0);
 	xsend(t.peer, fp, n);
 	expect_send(&t, rtr == SR_MPA_RTR_SEND ? 2 : 1, x, 5);
-	assert_int_equal(gate_of(&t.e), SR_IW_GATE_OPEN);
+	assert_int_equal(xt_tx_gate(t.e.qp), SR_IW_GATE_OPEN);
 	rp_down(&t);
 }
 
@@ -282,7 +253,7 @@ static void hold_fallback(uint8_t rtr)
 	ep_attach(&t.e, t.qfd, true, mpa_conn(true, rtr, 2, 2));
 	expect_rtr(&t, rtr);
 	expect_send(&t, rtr == SR_MPA_RTR_SEND ? 2 : 1, x, 4);
-	assert_int_equal(gate_of(&t.e), SR_IW_GATE_OPEN);
+	assert_int_equal(xt_tx_gate(t.e.qp), SR_IW_GATE_OPEN);
 	wait_wc(t.e.scq, &wc, 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_false(fd_readable(t.peer, 100)); /* once */

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/xport_test.h"
 #include "common/sr_common.h"
 #include "iwarp/crc32c.h"
 #include "iwarp/ddp.h"
@@ -37,6 +38,8 @@
 #include "verbs/sr_verbs.h"
 
 #define T_WAIT_MS 30000 /* generous: sanitizer builds are slow */
+#define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+#define LONG_LEASE "30000000" /* 30 s: longer than any test waits, so only a poller reads */
 
 static struct ibv_context *g_ctx;
 
@@ -69,6 +72,12 @@ static int grp_teardown(void **state)
 {
 	(void)state;
 	return ibv_close_device(g_ctx);
+}
+
+/* Connections attached from here on take this poll lease (µs; "0": no poll mode). */
+static inline void lease(const char *us)
+{
+	setenv("SOFTRDMA_POLL_LEASE_US", us, 1);
 }
 
 /* ------------------------------------------------------------------ sockets -- */
@@ -138,22 +147,6 @@ static inline int sock_mss(int fd)
 
 /* --------------------------------------------------------------- QP ends -- */
 
-struct closed_rec {
-	pthread_mutex_t mu;
-	int calls;
-	int err;
-};
-
-static void on_closed(void *arg, int err)
-{
-	struct closed_rec *r = arg;
-
-	pthread_mutex_lock(&r->mu);
-	r->calls++;
-	r->err = err;
-	pthread_mutex_unlock(&r->mu);
-}
-
 struct ep {
 	struct ibv_pd *pd;
 	bool own_pd;
@@ -161,7 +154,7 @@ struct ep {
 	struct ibv_cq *scq, *rcq;
 	struct ibv_srq *srq;
 	struct ibv_qp *qp;
-	struct closed_rec cl;
+	struct xt_closed_rec cl;
 	int fd;
 };
 
@@ -231,7 +224,7 @@ static inline void ep_attach_ready(struct ep *e, int fd, bool initiator, struct 
 {
 	struct sr_xport_attach p = {
 		.kind = SR_XPORT_IWARP,
-		.cb = { .arg = &e->cl, .closed = on_closed },
+		.cb = xt_closed_cb(&e->cl),
 		.u.iwarp = {
 			.fd = fd,
 			.initiator = initiator,
@@ -265,14 +258,7 @@ static inline void ep_destroy(struct ep *e)
 
 static inline int closed_calls(struct ep *e, int *err)
 {
-	int n;
-
-	pthread_mutex_lock(&e->cl.mu);
-	n = e->cl.calls;
-	if (err)
-		*err = e->cl.err;
-	pthread_mutex_unlock(&e->cl.mu);
-	return n;
+	return xt_closed_calls(&e->cl, err);
 }
 
 /* Wait for the closed callback; returns its err. */
@@ -289,13 +275,7 @@ static inline int wait_closed(struct ep *e)
 
 static inline enum ibv_qp_state qp_state(struct ep *e)
 {
-	struct sr_qp *qp = to_sr_qp(e->qp);
-	enum ibv_qp_state s;
-
-	pthread_mutex_lock(&qp->lock);
-	s = qp->state;
-	pthread_mutex_unlock(&qp->lock);
-	return s;
+	return xt_qp_state(e->qp);
 }
 
 /* Collect exactly n completions from cq (fails on timeout). */
