@@ -236,15 +236,8 @@ static void t_blocking_helper(void **s)
 
 /* ------------------------------------------------------------ raw peer -- */
 
-struct rq {
-	struct ep e;
-	int peer;
-	int qfd;
-	struct raw r;
-};
-
 /* Our QP (responder) facing a raw peer; past the first segment, its input with a poller. */
-static void rq_up_polled(struct rq *t)
+static void rq_up_polled(struct raw_qp *t)
 {
 	uint8_t st[128];
 	struct ibv_wc wc;
@@ -264,7 +257,7 @@ static void rq_up_polled(struct rq *t)
 	assert_int_equal(xt_rx_owner(t->e.qp), SR_IW_RXO_POLLED);
 }
 
-static void rq_down(struct rq *t)
+static void rq_down(struct raw_qp *t)
 {
 	ep_destroy(&t->e);
 	if (t->peer >= 0)
@@ -273,7 +266,7 @@ static void rq_down(struct rq *t)
 
 /* Busy-poll until the stream is closed (the engine thread cannot see the input) and the
  * receive posted in rq_up_polled comes back flushed. */
-static int poll_until_closed(struct rq *t)
+static int poll_until_closed(struct raw_qp *t)
 {
 	uint64_t end = now_ms() + T_WAIT_MS;
 	bool flushed = false;
@@ -292,7 +285,7 @@ static int poll_until_closed(struct rq *t)
 /* The peer's FIN, read by the poller: the engine closes orderly. */
 static void t_poll_eof(void **s)
 {
-	struct rq t;
+	struct raw_qp t;
 
 	(void)s;
 	rq_up_polled(&t);
@@ -307,7 +300,7 @@ static void t_poll_eof(void **s)
 static void t_poll_reset(void **s)
 {
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-	struct rq t;
+	struct raw_qp t;
 
 	(void)s;
 	rq_up_polled(&t);
@@ -323,7 +316,7 @@ static void t_poll_reset(void **s)
 static void t_poll_terminate(void **s)
 {
 	uint8_t st[256], msg[16] = { 0 };
-	struct rq t;
+	struct raw_qp t;
 	size_t l;
 
 	(void)s;
@@ -342,7 +335,7 @@ static void t_poll_peer_terminate(void **s)
 {
 	uint8_t st[SR_TERM_FPDU_MAX];
 	struct sr_term_info ti;
-	struct rq t;
+	struct raw_qp t;
 	ssize_t l;
 
 	(void)s;

@@ -15,28 +15,15 @@
 /* Bytes of a Read RTR with CRC: MPA length, DDP/RDMAP header of a Read Request, CRC. */
 #define RTR_READ_LEN 52
 
-struct rp {
-	struct ep e;
-	int peer; /* the raw end */
-	int qfd;
-	struct raw r;
-};
-
-static void rp_socks(struct rp *t, bool crc)
+static void rp_socks(struct raw_qp *t, bool crc)
 {
 	ep_create(&t->e, NULL, false);
 	tcp_pair(&t->qfd, &t->peer);
 	raw_init(&t->r, t->peer, crc);
 }
 
-static void rp_down(struct rp *t)
-{
-	ep_destroy(&t->e);
-	close(t->peer);
-}
-
 /* The peer answers a zero-length Read RTR (sink STag 0, TO 0) as siw does. */
-static void send_rtr_response(struct rp *t, bool crc)
+static void send_rtr_response(struct raw_qp *t, bool crc)
 {
 	uint8_t fp[64];
 	size_t n = fpdu_tagged(fp, crc, SR_RDMAP_OP_READ_RESP, true, 0, 0, NULL, 0);
@@ -44,7 +31,7 @@ static void send_rtr_response(struct rp *t, bool crc)
 	xsend(t->peer, fp, n);
 }
 
-static void expect_rtr(struct rp *t, uint8_t rtr)
+static void expect_rtr(struct raw_qp *t, uint8_t rtr)
 {
 	assert_int_equal(raw_next(&t->r, NULL, 0, T_WAIT_MS), 0);
 	switch (rtr) {
@@ -64,7 +51,7 @@ static void expect_rtr(struct rp *t, uint8_t rtr)
 }
 
 /* The next FPDU is a whole one-segment Send of `want`, with MSN msn. */
-static void expect_send(struct rp *t, uint32_t msn, const void *want, size_t len)
+static void expect_send(struct raw_qp *t, uint32_t msn, const void *want, size_t len)
 {
 	uint8_t msg[64] = { 0 };
 
@@ -85,7 +72,7 @@ static void expect_send(struct rp *t, uint32_t msn, const void *want, size_t len
  */
 static void t_siw_late_install(void **s)
 {
-	struct rp t;
+	struct raw_qp t;
 	uint8_t ping[4] = "ping", pong[4] = "pong", rbuf[16], fp[64], junk[512];
 	struct ibv_mr *rmr;
 	struct ibv_wc wc;
@@ -137,7 +124,7 @@ static void t_siw_late_install(void **s)
 	assert_memory_equal(rbuf, pong, 4);
 	assert_int_equal(closed_calls(&t.e, NULL), 0);
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
-	rp_down(&t);
+	raw_qp_down(&t);
 }
 
 /*
@@ -146,7 +133,7 @@ static void t_siw_late_install(void **s)
  */
 static void t_hold_order(void **s)
 {
-	struct rp t;
+	struct raw_qp t;
 	uint8_t a[3] = { 1, 2, 3 }, d[2] = { 4, 5 }, wsrc[8], sink[8] = { 0 }, rsrc[8], fp[64];
 	struct ibv_mr *wmr, *smr;
 	struct sr_rdmap_rreq rr;
@@ -204,13 +191,13 @@ static void t_hold_order(void **s)
 	no_wc(t.e.scq, 50);
 	assert_int_equal(ibv_dereg_mr(wmr), 0);
 	assert_int_equal(ibv_dereg_mr(smr), 0);
-	rp_down(&t);
+	raw_qp_down(&t);
 }
 
 /* With a Write or Send RTR nothing answers it: any FPDU from the peer ends the wait. */
 static void hold_any_fpdu(uint8_t rtr)
 {
-	struct rp t;
+	struct raw_qp t;
 	uint8_t x[5] = "hello", fp[64];
 	size_t n;
 
@@ -225,7 +212,7 @@ static void hold_any_fpdu(uint8_t rtr)
 	xsend(t.peer, fp, n);
 	expect_send(&t, rtr == SR_MPA_RTR_SEND ? 2 : 1, x, 5);
 	assert_int_equal(xt_tx_gate(t.e.qp), SR_IW_GATE_OPEN);
-	rp_down(&t);
+	raw_qp_down(&t);
 }
 
 static void t_hold_any_fpdu(void **s)
@@ -242,7 +229,7 @@ static void t_hold_any_fpdu(void **s)
  */
 static void hold_fallback(uint8_t rtr)
 {
-	struct rp t;
+	struct raw_qp t;
 	uint8_t x[4] = { 7, 7, 7, 7 }, sink[4] = { 0 }, src[4] = { 1, 2, 3, 4 }, fp[64];
 	struct ibv_mr *smr;
 	struct ibv_wc wc;
@@ -274,7 +261,7 @@ static void hold_fallback(uint8_t rtr)
 	assert_memory_equal(sink, src, 4);
 	assert_int_equal(closed_calls(&t.e, NULL), 0);
 	assert_int_equal(ibv_dereg_mr(smr), 0);
-	rp_down(&t);
+	raw_qp_down(&t);
 }
 
 static void t_hold_fallback(void **s)
@@ -291,7 +278,7 @@ static void t_hold_fallback(void **s)
  */
 static void t_hold_disconnect(void **s)
 {
-	struct rp t;
+	struct raw_qp t;
 	uint8_t x[3] = { 3, 3, 3 };
 
 	(void)s;
@@ -306,7 +293,7 @@ static void t_hold_disconnect(void **s)
 	raw_expect_end(&t.r);
 	shutdown(t.peer, SHUT_WR);
 	assert_int_equal(wait_closed(&t.e), 0);
-	rp_down(&t);
+	raw_qp_down(&t);
 }
 
 /*
@@ -315,7 +302,7 @@ static void t_hold_disconnect(void **s)
  */
 static void t_rtr_before_terminate(void **s)
 {
-	struct rp t;
+	struct raw_qp t;
 	uint8_t fp[64];
 	size_t n;
 
@@ -331,7 +318,7 @@ static void t_rtr_before_terminate(void **s)
 	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_TERMINATE);
 	raw_expect_end(&t.r);
 	assert_int_equal(wait_closed(&t.e), -ECONNABORTED);
-	rp_down(&t);
+	raw_qp_down(&t);
 }
 
 int main(void)

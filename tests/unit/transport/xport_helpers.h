@@ -38,6 +38,7 @@
 #include "verbs/sr_verbs.h"
 
 #define T_WAIT_MS 30000 /* generous: sanitizer builds are slow */
+#define PG 4096
 #define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 #define LONG_LEASE "30000000" /* 30 s: longer than any test waits, so only a poller reads */
 
@@ -78,6 +79,12 @@ static int grp_teardown(void **state)
 static inline void lease(const char *us)
 {
 	setenv("SOFTRDMA_POLL_LEASE_US", us, 1);
+}
+
+/* The verbs object behind an MR (its reference count, its state). */
+static inline struct sr_mr *mr_of(struct ibv_mr *mr)
+{
+	return sr_container_of(mr, struct sr_mr, ibmr);
 }
 
 /* ------------------------------------------------------------------ sockets -- */
@@ -530,6 +537,17 @@ static inline void raw_qp_up(struct raw_qp *t)
 	raw_init(&t->r, t->peer, true);
 	t->r.qfd = t->qfd;
 	ep_attach(&t->e, t->qfd, true, mpa_conn(true, 0, 4, 4));
+}
+
+/* A QP attached (on an SRQ if srq) to a raw peer that checks our MULPDU against the QP's MSS. */
+static inline void raw_qp_attach(struct raw_qp *t, bool initiator, struct sr_mpa_conn m, bool srq)
+{
+	ep_create(&t->e, NULL, srq);
+	tcp_pair(&t->qfd, &t->peer);
+	raw_init(&t->r, t->peer, m.crc);
+	t->r.mulpdu = sr_mpa_mulpdu((uint32_t)sock_mss(t->qfd));
+	t->r.qfd = t->qfd;
+	ep_attach(&t->e, t->qfd, initiator, m);
 }
 
 static inline void raw_qp_down(struct raw_qp *t)
