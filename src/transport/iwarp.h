@@ -504,8 +504,6 @@ void sr_iw_ready_timer_stop(struct sr_iw_conn *c);
 /* Tell the engine what both sides want from the socket now (unless the transmit side has
  * ended or the handler is gone). */
 void sr_iw_interest_sync_locked(struct sr_iw_conn *c);
-/* Arm or disarm interest in writability. */
-void sr_iw_want_out(struct sr_iw_conn *c, bool on);
 /* A Terminate waits for room in a full socket (rx_state TERMINATING): EPOLLOUT alone, even
  * though the transmit side has ended. */
 void sr_iw_tx_await_room_locked(struct sr_iw_conn *c);

@@ -4,7 +4,8 @@
  * than the socket's current MSS allows, and write them with sendmsg() whose iovecs point at
  * the headers, the registered memory and the trailers (several FPDUs of one message per
  * call, or several small messages copied into the batch). Non-blocking: when the socket
- * is full the engine resumes on EPOLLOUT.
+ * is full the engine resumes on EPOLLOUT. Also here: the gate (enum sr_iw_tx_gate), with the
+ * timers that bound it, and the socket's epoll interest, which both sides change.
  */
 #include <assert.h>
 #include <errno.h>
@@ -90,7 +91,8 @@ void sr_iw_interest_sync_locked(struct sr_iw_conn *c)
 		sr_engine_mod(&c->h, sr_iw_sock_events(c));
 }
 
-void sr_iw_want_out(struct sr_iw_conn *c, bool on)
+/* Arm or disarm interest in writability (tx_lock held). */
+static void sr_iw_want_out(struct sr_iw_conn *c, bool on)
 {
 	if (c->tx_want_out == on || c->fd < 0 || !c->h.registered)
 		return;
