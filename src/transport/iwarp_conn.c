@@ -71,8 +71,6 @@ static bool sr_iw_disconnect_asked_locked(const struct sr_iw_conn *c)
 	return c->end_ask == SR_IW_ASK_DISCONNECT || c->end_ask == SR_IW_ASK_DISCONNECT_CUT;
 }
 
-static void sr_iw_conn_fail(struct sr_iw_conn *c);
-
 /* conn_ops->disconnect_asked */
 static bool sr_iw_conn_disconnect_asked(struct sr_iw_conn *c)
 {
@@ -478,6 +476,19 @@ static bool sr_iw_inherited(const struct sr_iw_conn *c)
 	return c->epoch != sr_engine_epoch();
 }
 
+/* End the stream abortively (conn_ops->fail_stream): the engine sees the end and closes.
+ * Any thread, also under tx_lock or rx_lock. */
+static void sr_iw_conn_fail(struct sr_iw_conn *c)
+{
+	if (sr_iw_inherited(c))
+		return;
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	sr_iw_ask_end_locked(c, true);
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR); /* the engine sees the end and closes */
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+}
+
 static void sr_iw_sq_kick(struct sr_qp *qp)
 {
 	struct sr_iw_conn *c = qp->xport;
@@ -521,18 +532,6 @@ static void sr_iw_stop(struct sr_qp *qp)
 	}
 	pthread_mutex_unlock(&c->rx_lock);
 	sr_iw_conn_fail(c);
-}
-
-/* conn_ops->fail_stream */
-static void sr_iw_conn_fail(struct sr_iw_conn *c)
-{
-	if (sr_iw_inherited(c))
-		return;
-	pthread_mutex_lock(&sr_iw_fd_lock);
-	sr_iw_ask_end_locked(c, true);
-	if (c->fd >= 0)
-		shutdown(c->fd, SHUT_RDWR); /* the engine sees the end and closes */
-	pthread_mutex_unlock(&sr_iw_fd_lock);
 }
 
 static void sr_iw_detach(struct sr_qp *qp)
