@@ -474,10 +474,8 @@ static int sr_iw_on_seg(struct sr_iw_conn *c)
 		sr_iw_tx_kill_locked(c);
 		pthread_mutex_unlock(&c->tx_lock);
 		sr_sq_fail_oldest(c->qp, st);
-		sr_async_post_obj(c->qp->ibqp.context,
-				  st == IBV_WC_REM_ACCESS_ERR ? IBV_EVENT_QP_ACCESS_ERR :
-								IBV_EVENT_QP_FATAL,
-				  &c->qp->ibqp, &c->qp->async_events);
+		sr_qp_async_event(c->qp, st == IBV_WC_REM_ACCESS_ERR ? IBV_EVENT_QP_ACCESS_ERR :
+								     IBV_EVENT_QP_FATAL);
 		return -ECONNRESET;
 	}
 	default:

@@ -7,11 +7,11 @@
  *   - which transport carries a device's QPs (enum sr_xport_kind), and how a transport makes
  *     itself available (struct sr_xport_desc, sr_xport_register);
  *   - what the verbs side asks of the transport attached to a QP (struct sr_xport_ops);
- *   - what the transport calls on the verbs side (sr_sq_next ... sr_qp_attach_xport, in
- *     verbs/xport.c), with the rules both keep.
+ *   - what the transport calls on the verbs side (sr_sq_next ... sr_qp_attach_xport in
+ *     verbs/xport.c, the MR calls in verbs/mr.c), with the rules both keep.
  *
- * The objects themselves (struct sr_qp, sr_send_wqe, sr_recv_wqe, sr_mr, the MR calls) are
- * in verbs/sr_obj.h, whose lock order both sides follow. The CM's side of a transport (the
+ * The objects themselves (struct sr_qp, sr_send_wqe, sr_recv_wqe, sr_mr) are in
+ * verbs/sr_obj.h, whose lock order both sides follow. The CM's side of a transport (the
  * parameters it hands over at attach) is transport/sr_xport.h.
  */
 #ifndef SR_XPORT_CONTRACT_H
@@ -50,6 +50,8 @@ struct sr_xport_desc {
 void sr_xport_register(const struct sr_xport_desc *d);
 
 struct sr_qp;
+struct sr_pd;
+struct sr_mr;
 struct sr_send_wqe;
 struct sr_recv_wqe;
 
@@ -130,11 +132,50 @@ uint64_t sr_qp_rnr_bound_us(struct sr_qp *qp);
  * `fatal`. Idempotent.
  */
 void sr_qp_to_error(struct sr_qp *qp, bool fatal);
+/* Post an affiliated async event about qp (e.g. IBV_EVENT_QP_ACCESS_ERR for the peer's
+ * Terminate); destroy waits for its ack. */
+void sr_qp_async_event(struct sr_qp *qp, enum ibv_event_type type);
 /* Attach (ops and its per-QP state) or, with NULLs, detach a transport: a transport's
  * attach, after the CM's connection set-up. */
 void sr_qp_attach_xport(struct sr_qp *qp, const struct sr_xport_ops *ops, void *xport);
 
+/* --- memory regions (verbs/mr.c): STags from the wire and local SGEs alike --- */
+
+/* lkey == rkey == the STag; MRs live in one process-wide table (struct sr_mr, verbs/sr_obj.h). */
+enum sr_access_result {
+	SR_ACC_OK = 0,
+	SR_ACC_BAD_STAG,   /* no such STag (never registered, or deregistered) */
+	SR_ACC_BOUNDS,     /* [to, to+len) not inside the region (or wraps) */
+	SR_ACC_RIGHTS,     /* the region does not allow this access */
+	SR_ACC_PD,         /* region belongs to another protection domain */
+};
+
+/*
+ * Resolve `len` bytes at `to` (an iova-space address) of STag `stag` for an access that needs
+ * all bits of `need` (IBV_ACCESS_REMOTE_WRITE / _REMOTE_READ for remote peers,
+ * IBV_ACCESS_LOCAL_WRITE for local sinks, 0 for local reads). On SR_ACC_OK *out points at the
+ * first byte and *mr holds a reference: release it with sr_mr_put() when done touching it.
+ * len == 0 is valid for any `to` inside or at the end of the region (zero-length RDMA ops).
+ */
+enum sr_access_result sr_mr_resolve(uint32_t stag, const struct sr_pd *pd, uint64_t to,
+				    uint64_t len, int need, struct sr_mr **mr, uint8_t **out);
+void sr_mr_put(struct sr_mr *mr);
+/*
+ * Around every touch of a resolved region's memory (one non-blocking recvmsg, sendmsg or
+ * copy; never a wait for the network): enter returns false once ibv_dereg_mr has started,
+ * and the touch must not happen. ibv_dereg_mr returns only after every leave.
+ */
+bool sr_mr_enter(struct sr_mr *mr);
+void sr_mr_leave(struct sr_mr *mr);
+
 /* ------------------------------------ clarifications of the contract above --
+ *
+ * MR:
+ *  - sr_mr_resolve() with pd == NULL skips the PD check (for callers that have checked it).
+ *    Checks run in the order STag, PD, rights, bounds. A deregistered MR resolves as
+ *    SR_ACC_BAD_STAG for local and remote use alike. No STag can be invalidated remotely
+ *    (no memory windows or fast-registered MRs): Send with Invalidate is refused.
+ *  - A local-read need (0) is always allowed; IBV_ACCESS_LOCAL_WRITE is needed for local sinks.
  *
  * Send queue:
  *  - An inline WQE has is_inline set, num_sge == 0 and the bytes in inline_data[0..length).

@@ -36,7 +36,8 @@ static inline struct sr_pd *to_sr_pd(struct ibv_pd *pd)
 /* ---------------------------------------------------------------- MR -- */
 
 /*
- * lkey == rkey == the STag: (index << 8) | key, never 0 (RFC 5040 STag = index + key).
+ * lkey == rkey == the STag: (index << SR_STAG_KEY_BITS) | key, never 0 (RFC 5040 STag =
+ * index + key).
  * MRs live in one process-wide table so the transport can resolve an STag from the wire.
  */
 /* A region's remote reachability: REVOKED from ibv_dereg_mr on, while references remain. */
@@ -61,31 +62,8 @@ struct sr_mr {
 #define SR_STAG_KEY_BITS 12
 #define SR_STAG_KEY_MASK ((1u << SR_STAG_KEY_BITS) - 1)
 
-enum sr_access_result {
-	SR_ACC_OK = 0,
-	SR_ACC_BAD_STAG,   /* no such STag (never registered, or deregistered) */
-	SR_ACC_BOUNDS,     /* [to, to+len) not inside the region (or wraps) */
-	SR_ACC_RIGHTS,     /* the region does not allow this access */
-	SR_ACC_PD,         /* region belongs to another protection domain */
-};
-
-/*
- * Resolve `len` bytes at `to` (an iova-space address) of STag `stag` for an access that needs
- * all bits of `need` (IBV_ACCESS_REMOTE_WRITE / _REMOTE_READ for remote peers,
- * IBV_ACCESS_LOCAL_WRITE for local sinks, 0 for local reads). On SR_ACC_OK *out points at the
- * first byte and *mr holds a reference: release it with sr_mr_put() when done touching it.
- * len == 0 is valid for any `to` inside or at the end of the region (zero-length RDMA ops).
- */
-enum sr_access_result sr_mr_resolve(uint32_t stag, const struct sr_pd *pd, uint64_t to,
-				    uint64_t len, int need, struct sr_mr **mr, uint8_t **out);
-void sr_mr_put(struct sr_mr *mr);
-/*
- * Around every touch of a resolved region's memory (one non-blocking recvmsg, sendmsg or
- * copy; never a wait for the network): enter returns false once ibv_dereg_mr has started,
- * and the touch must not happen. ibv_dereg_mr returns only after every leave.
- */
-bool sr_mr_enter(struct sr_mr *mr);
-void sr_mr_leave(struct sr_mr *mr);
+/* The MR calls the transport makes (sr_mr_resolve, sr_mr_put, sr_mr_enter, sr_mr_leave) are
+ * in transport/sr_xport_contract.h. */
 
 /* ----------------------------------------------------------- channel -- */
 
@@ -279,13 +257,7 @@ static inline struct sr_qp *to_sr_qp(struct ibv_qp *qp)
 /* The transport's entry points into these objects (sr_sq_next, sr_sq_complete, sr_rq_take,
  * ...) are the verbs/transport contract: transport/sr_xport_contract.h. */
 
-/* ---------------------------------------- clarifications of the MR calls above --
- *
- *  - sr_mr_resolve() with pd == NULL skips the PD check (for callers that have checked it).
- *    Checks run in the order STag, PD, rights, bounds. A deregistered MR resolves as
- *    SR_ACC_BAD_STAG for local and remote use alike. No STag can be invalidated remotely
- *    (no memory windows or fast-registered MRs): Send with Invalidate is refused.
- *  - A local-read need (0) is always allowed; IBV_ACCESS_LOCAL_WRITE is needed for local sinks.
+/* ------------------------------------------------------------- locks --
  *
  * Locks beyond the order at the top: the context's lock (async events) and a CQ's public
  * ibcq.mutex (event acks) are innermost; nothing is taken while holding them, except that

@@ -209,6 +209,11 @@ void sr_qp_to_error(struct sr_qp *qp, bool fatal)
 				  &qp->async_events);
 }
 
+void sr_qp_async_event(struct sr_qp *qp, enum ibv_event_type type)
+{
+	sr_async_post_obj(qp->ibqp.context, type, &qp->ibqp, &qp->async_events);
+}
+
 void sr_qp_attach_xport(struct sr_qp *qp, const struct sr_xport_ops *ops, void *xport)
 {
 	bool kick;
