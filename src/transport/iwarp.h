@@ -119,11 +119,20 @@ enum sr_iw_tx_kind {
 };
 
 /*
- * Which FPDUs may go out. RFC 6581 wants the initiator's RTR first and nothing from the
- * responder before that arrives. On top of that the initiator waits after its RTR until
- * the peer shows that it processes FPDUs: Linux siw installs its receive side only after
- * sending its Reply, and drops what arrives in between without a later wakeup, so a Send
- * right behind the RTR can hang the connection.
+ * Which FPDUs may go out (tx_gate, under tx_lock). RFC 6581 wants the initiator's RTR first
+ * and nothing from the responder before that arrives. On top of that the initiator waits
+ * after its RTR until the peer shows that it processes FPDUs: Linux siw installs its receive
+ * side only after sending its Reply, and drops what arrives in between without a later
+ * wakeup, so a Send right behind the RTR can hang the connection.
+ *
+ * The first gate is chosen at attach (sr_iw_tx_gate_init: responder PEER_FIRST, peer-to-peer
+ * initiator RTR, else OPEN); every change after that goes through sr_iw_tx_gate_set()
+ * (iwarp_tx.c), which asserts this table in debug builds:
+ *
+ *   RTR         -> PEER_READY   the RTR is in the batch
+ *   PEER_READY  -> OPEN         any segment from the peer, or the ready timer ran out
+ *   PEER_FIRST  -> OPEN         the initiator's first segment arrived
+ *   OPEN                        (stays)
  */
 enum sr_iw_tx_gate {
 	SR_IW_GATE_OPEN,        /* anything */
@@ -148,7 +157,15 @@ enum sr_iw_tx_gate {
  * reading its stream (TCP backpressure reaches the sender; everything behind the Send waits
  * with it, in order) until a receive is posted, or until the QP's rnr_retry x min_rnr_timer
  * bound runs out, which ends the stream with the Terminate of RFC 5040 (untagged buffer, no
- * buffer available). One state, written by the engine thread under tx_lock.
+ * buffer available). One state, written under tx_lock by the receive side (which also holds
+ * rx_lock) and, once the receive side has ended, by the close of a Terminate's way out.
+ * It starts READING (sr_iw_rx_init); every change goes through sr_iw_rx_state_set_locked()
+ * (iwarp_rx.c), which asserts this table in debug builds:
+ *
+ *   READING     -> HELD         a Send found no receive and the QP allows a wait
+ *   HELD        -> READING      its receive came, the bound ran out, or a disconnect
+ *   READING     -> TERMINATING  a Terminate of ours waits for room in the socket
+ *   TERMINATING                 (stays: the stream closes)
  */
 enum sr_iw_rx_state {
 	SR_IW_RXS_READING,
@@ -261,8 +278,25 @@ enum sr_iw_end_ask {
 	SR_IW_ASK_DISCONNECT_CUT,
 };
 
+struct sr_iw_conn;
+
+/*
+ * What the lower files (iwarp_poll.c, iwarp_rx.c, iwarp_tx.c) need of the connection's life
+ * cycle, which iwarp_conn.c owns (the descriptor lock, end_ask): iwarp_conn.c sets
+ * c->conn_ops at attach, so those files call up through it and never name a function of a
+ * file above them (the order at the end of this header).
+ */
+struct sr_iw_conn_ops {
+	/* End the stream abortively (the engine then closes it); any thread, also under
+	 * tx_lock. */
+	void (*fail_stream)(struct sr_iw_conn *c);
+	/* Whether the application asked for an orderly close (any thread). */
+	bool (*disconnect_asked)(struct sr_iw_conn *c);
+};
+
 struct sr_iw_conn {
 	struct sr_qp *qp;
+	const struct sr_iw_conn_ops *conn_ops; /* set at attach (iwarp_conn.c) */
 	int fd;
 	uint32_t epoch;              /* the engine's epoch at attach: another one means the
 				      * parent's connection, seen in a fork()ed child */
@@ -380,6 +414,55 @@ struct sr_iw_conn {
 	int close_err;
 };
 
+/*
+ * The files of the transport depend one way, each calling only those below it:
+ *
+ *   iwarp_conn.c   life cycle: attach, disconnect, abort, stop, close, detach; the socket
+ *                  callback; the xops and the registration (sr_xport_register)
+ *   iwarp_poll.c   poll-mode progress: who reads the socket (rx_owner), the lease
+ *   iwarp_rx.c     the receive side: parser, placement, receiver not ready (rx_state)
+ *   iwarp_tx.c     the transmit side: gate, batches, tx_end; the socket's epoll interest
+ *   iwarp_buf.c    messages as spans of registered memory
+ *
+ * What a lower file needs from iwarp_conn.c goes through c->conn_ops.
+ */
+
+/* iwarp_conn.c's services to the files below it (struct sr_iw_conn_ops). */
+static inline void sr_iw_fail_stream(struct sr_iw_conn *c)
+{
+	c->conn_ops->fail_stream(c);
+}
+
+static inline bool sr_iw_disconnect_asked(struct sr_iw_conn *c)
+{
+	return c->conn_ops->disconnect_asked(c);
+}
+
+/* iwarp_poll.c: poll-mode progress (xops->poll, xops->poll_release) and its set-up */
+void sr_iw_poll_init(struct sr_iw_conn *c);
+bool sr_iw_poll(struct sr_qp *qp);
+void sr_iw_poll_release(struct sr_qp *qp);
+/* rx_lock held: a new owner, with the engine's interest to match (takes tx_lock). */
+void sr_iw_rx_owner_set_locked(struct sr_iw_conn *c, enum sr_iw_rx_owner o);
+/* Receive passes pollers ran, process-wide (tests, stats). */
+extern _Atomic unsigned long sr_iw_poll_passes;
+
+/*
+ * iwarp_rx.c: handle readable socket; returns 0, or when the stream is over:
+ * SR_IW_RX_EOF (the peer's FIN between FPDUs), SR_IW_RX_RESET (a reset between FPDUs, see
+ * sr_iw_ready) or a negative errno.
+ */
+#define SR_IW_RX_EOF   1
+#define SR_IW_RX_RESET 2
+int sr_iw_rx(struct sr_iw_conn *c);
+/* Set up the receive side's state and resume timer (attach, before the engine sees c). */
+void sr_iw_rx_init(struct sr_iw_conn *c);
+/* xops->rq_kick: a receive was posted; a held Send may go on (any thread). */
+void sr_iw_rx_kick(struct sr_qp *qp);
+/* tx_lock held: move rx_state (asserts the table at enum sr_iw_rx_state in debug builds).
+ * The caller tells the engine what the socket is wanted for now. */
+void sr_iw_rx_state_set_locked(struct sr_iw_conn *c, enum sr_iw_rx_state to);
+
 /* iwarp_tx.c */
 void sr_iw_tx_progress(struct sr_iw_conn *c);        /* takes tx_lock */
 /*
@@ -403,46 +486,27 @@ static inline bool sr_iw_tx_ended(const struct sr_iw_conn *c)
 }
 void sr_iw_tx_progress_locked(struct sr_iw_conn *c);
 void sr_iw_queue_terminate(struct sr_iw_conn *c, const struct sr_term_info *t);
+/*
+ * The first gate (enum sr_iw_tx_gate) from c->initiator and c->mpa, and its bound: the
+ * initiator's ready timer after the RTR (ready_ms) or a peer-to-peer responder's wait for
+ * the RTR. Attach, before the engine sees c; 0 or a negative errno (no timer).
+ */
+int sr_iw_tx_gate_init(struct sr_iw_conn *c, unsigned int ready_ms);
 /* The peer showed it is ready (first segment in, or the ready timer): let queued FPDUs
  * go. Engine thread; takes tx_lock. */
 void sr_iw_tx_open_gate(struct sr_iw_conn *c);
-
-/*
- * iwarp_rx.c: handle readable socket; returns 0, or when the stream is over:
- * SR_IW_RX_EOF (the peer's FIN between FPDUs), SR_IW_RX_RESET (a reset between FPDUs, see
- * sr_iw_ready) or a negative errno.
- */
-#define SR_IW_RX_EOF   1
-#define SR_IW_RX_RESET 2
-int sr_iw_rx(struct sr_iw_conn *c);
-/* Events the receive side wants on the socket now (none while a Send is held); tx_lock. */
-uint32_t sr_iw_rx_interest(const struct sr_iw_conn *c);
-/* Tell the engine what both sides want from the socket now (tx_lock held). */
-void sr_iw_interest_sync_locked(struct sr_iw_conn *c);
-/* Set up the receive side's state and resume timer (attach, before the engine sees c). */
-void sr_iw_rx_init(struct sr_iw_conn *c);
-/* xops->rq_kick: a receive was posted; a held Send may go on (any thread). */
-void sr_iw_rx_kick(struct sr_qp *qp);
-
-/* iwarp_poll.c: poll-mode progress (xops->poll, xops->poll_release) and its set-up */
-void sr_iw_poll_init(struct sr_iw_conn *c);
-bool sr_iw_poll(struct sr_qp *qp);
-void sr_iw_poll_release(struct sr_qp *qp);
-/* rx_lock held: a new owner, with the engine's interest to match (takes tx_lock). */
-void sr_iw_rx_owner_set_locked(struct sr_iw_conn *c, enum sr_iw_rx_owner o);
-/* Receive passes pollers ran, process-wide (tests, stats). */
-extern _Atomic unsigned long sr_iw_poll_passes;
-
-/* iwarp_conn.c: end the stream abortively (the engine then closes it); any thread, also
- * under tx_lock. */
-void sr_iw_fail_stream(struct sr_iw_conn *c);
-/* iwarp_conn.c: whether the application asked for an orderly close (any thread). */
-bool sr_iw_disconnect_asked(struct sr_iw_conn *c);
-/* iwarp_conn.c: the stream is over (err 0 = orderly). Engine thread or detach only. */
-void sr_iw_conn_close(struct sr_iw_conn *c, int err);
-/* Arm or disarm interest in writability (tx_lock held). */
-void sr_iw_want_out(struct sr_iw_conn *c, bool on);
-/* Drop the ready timer (receive callback, or close once the receive side is stopped). */
+/* Drop the gate's timer (receive callback, or close once the receive side is stopped). */
 void sr_iw_ready_timer_stop(struct sr_iw_conn *c);
+/*
+ * The socket's epoll interest, the one place it is computed: the receive side's (EPOLLIN |
+ * EPOLLRDHUP while it reads and the engine owns the input: rx_state, rx_owner) and EPOLLOUT
+ * while the transmit side waits for room (tx_want_out). All under tx_lock.
+ */
+/* Tell the engine what both sides want from the socket now (unless the transmit side has
+ * ended or the handler is gone). */
+void sr_iw_interest_sync_locked(struct sr_iw_conn *c);
+/* A Terminate waits for room in a full socket (rx_state TERMINATING): EPOLLOUT alone, even
+ * though the transmit side has ended. */
+void sr_iw_tx_await_room_locked(struct sr_iw_conn *c);
 
 #endif

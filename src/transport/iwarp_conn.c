@@ -75,7 +75,8 @@ static bool sr_iw_disconnect_asked_locked(const struct sr_iw_conn *c)
 	return c->end_ask == SR_IW_ASK_DISCONNECT || c->end_ask == SR_IW_ASK_DISCONNECT_CUT;
 }
 
-bool sr_iw_disconnect_asked(struct sr_iw_conn *c)
+/* conn_ops->disconnect_asked */
+static bool sr_iw_conn_disconnect_asked(struct sr_iw_conn *c)
 {
 	bool asked;
 
@@ -97,47 +98,6 @@ static void sr_iw_conn_free(struct sr_iw_conn *c)
 	free(c->rreq);
 	free(c->resp);
 	free(c);
-}
-
-void sr_iw_want_out(struct sr_iw_conn *c, bool on)
-{
-	if (c->tx_want_out == on || c->fd < 0 || !c->h.registered)
-		return;
-	c->tx_want_out = on;
-	sr_engine_mod(&c->h, sr_iw_rx_interest(c) | (on ? EPOLLOUT : 0));
-}
-
-void sr_iw_ready_timer_stop(struct sr_iw_conn *c)
-{
-	sr_engine_timer_cancel(&c->ready_t);
-}
-
-/* The peer said nothing within the bound after our RTR: send what is queued anyway. */
-static void sr_iw_ready_expired(struct sr_engine_timer *t)
-{
-	struct sr_iw_conn *c = sr_container_of(t, struct sr_iw_conn, ready_t);
-
-	sr_dbg("qp %u: no sign from the peer after the RTR: sending anyway",
-	       c->qp->ibqp.qp_num);
-	sr_iw_tx_open_gate(c);
-}
-
-/* A peer-to-peer responder never got the initiator's RTR: end the stream (a FIN). */
-static void sr_iw_first_expired(struct sr_engine_timer *t)
-{
-	struct sr_iw_conn *c = sr_container_of(t, struct sr_iw_conn, ready_t);
-
-	sr_dbg("qp %u: no RTR from the initiator within %d ms: ending the stream",
-	       c->qp->ibqp.qp_num, SR_IW_FIRST_FPDU_TIMEOUT_MS);
-	sr_iw_fail_stream(c);
-}
-
-/* The timer that bounds the initiator's wait after its RTR: an engine timer, so the wait
- * costs no descriptor (a connection holds exactly its socket). */
-static int sr_iw_ready_timer_start(struct sr_iw_conn *c, unsigned int ms)
-{
-	c->ready_t.cb = sr_iw_ready_expired;
-	return sr_engine_timer_arm(&c->ready_t, ms);
 }
 
 static void sr_iw_release_pending(struct sr_iw_conn *c, bool detaching)
@@ -243,7 +203,8 @@ static void sr_iw_conn_end(struct sr_iw_conn *c, int err, bool detaching)
 		sr_iw_conn_free(c);
 }
 
-void sr_iw_conn_close(struct sr_iw_conn *c, int err)
+/* The stream is over (err 0 = orderly). Engine thread or detach only. */
+static void sr_iw_conn_close(struct sr_iw_conn *c, int err)
 {
 	sr_iw_conn_end(c, err, false);
 }
@@ -302,7 +263,7 @@ static void sr_iw_close_expired(struct sr_engine_timer *t)
  * in the socket buffer, likely not yet sent: the close sends a FIN behind it. A Terminate that
  * went out at once is closed on plainly, as before: the reset then stops the peer from
  * writing on into a dead stream. And the application moved the QP to ERR: our FIN is out
- * (sr_iw_fail_stream), and what the peer had sent is dropped unread, never placed.
+ * (sr_iw_conn_fail), and what the peer had sent is dropped unread, never placed.
  */
 static void sr_iw_close_dropping_input(struct sr_iw_conn *c)
 {
@@ -335,9 +296,9 @@ static bool sr_iw_terminate_out(struct sr_iw_conn *c)
 	sr_iw_tx_progress_locked(c);
 	pending = sr_iw_term_in_flight_locked(c);
 	if (pending) {
-		c->rx_state = SR_IW_RXS_TERMINATING;
-		c->tx_want_out = true;
-		sr_engine_mod(&c->h, EPOLLOUT);
+		/* nothing is read any more: EPOLLOUT alone, for the Terminate */
+		sr_iw_rx_state_set_locked(c, SR_IW_RXS_TERMINATING);
+		sr_iw_tx_await_room_locked(c);
 	}
 	pthread_mutex_unlock(&c->tx_lock);
 	if (pending && sr_engine_timer_arm(&c->close_t, sr_config_ms("SOFTRDMA_TERM_TIMEOUT_MS",
@@ -522,6 +483,19 @@ static bool sr_iw_inherited(const struct sr_iw_conn *c)
 	return c->epoch != sr_engine_epoch();
 }
 
+/* End the stream abortively (conn_ops->fail_stream): the engine sees the end and closes.
+ * Any thread, also under tx_lock or rx_lock. */
+static void sr_iw_conn_fail(struct sr_iw_conn *c)
+{
+	if (sr_iw_inherited(c))
+		return;
+	pthread_mutex_lock(&sr_iw_fd_lock);
+	sr_iw_ask_end_locked(c, true);
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR); /* the engine sees the end and closes */
+	pthread_mutex_unlock(&sr_iw_fd_lock);
+}
+
 static void sr_iw_sq_kick(struct sr_qp *qp)
 {
 	struct sr_iw_conn *c = qp->xport;
@@ -537,7 +511,7 @@ static void sr_iw_abort(struct sr_qp *qp)
 	struct sr_iw_conn *c = qp->xport;
 
 	if (c)
-		sr_iw_fail_stream(c);
+		sr_iw_conn_fail(c);
 }
 
 /*
@@ -564,18 +538,7 @@ static void sr_iw_stop(struct sr_qp *qp)
 		sr_engine_timer_arm_us(&c->lease_t, 0); /* the engine takes it now */
 	}
 	pthread_mutex_unlock(&c->rx_lock);
-	sr_iw_fail_stream(c);
-}
-
-void sr_iw_fail_stream(struct sr_iw_conn *c)
-{
-	if (sr_iw_inherited(c))
-		return;
-	pthread_mutex_lock(&sr_iw_fd_lock);
-	sr_iw_ask_end_locked(c, true);
-	if (c->fd >= 0)
-		shutdown(c->fd, SHUT_RDWR); /* the engine sees the end and closes */
-	pthread_mutex_unlock(&sr_iw_fd_lock);
+	sr_iw_conn_fail(c);
 }
 
 static void sr_iw_detach(struct sr_qp *qp)
@@ -621,6 +584,12 @@ static void sr_iw_detach(struct sr_qp *qp)
 	sr_iw_conn_free(c);
 }
 
+/* What iwarp_poll.c, iwarp_rx.c and iwarp_tx.c call up for (iwarp.h). */
+static const struct sr_iw_conn_ops sr_iw_conn_ops = {
+	.fail_stream = sr_iw_conn_fail,
+	.disconnect_asked = sr_iw_conn_disconnect_asked,
+};
+
 static const struct sr_xport_ops sr_iw_xops = {
 	.sq_kick = sr_iw_sq_kick,
 	.abort = sr_iw_abort,
@@ -635,7 +604,6 @@ static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_xport_attach *a)
 {
 	const struct sr_iwarp_attach_params *p = &a->u.iwarp;
 	struct sr_qp *qp = to_sr_qp(ibqp);
-	unsigned int ready_ms = p->ready_ms;
 	struct sr_iw_conn *c;
 	int one = 1, fl, err;
 
@@ -648,6 +616,7 @@ static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_xport_attach *a)
 		return -ENOMEM;
 	c->epoch = sr_engine_epoch();
 	c->qp = qp;
+	c->conn_ops = &sr_iw_conn_ops;
 	c->fd = p->fd;
 	c->initiator = p->initiator;
 	c->mpa = p->mpa;
@@ -657,14 +626,6 @@ static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_xport_attach *a)
 	sr_fpdu_rx_init(&c->rx, p->mpa.crc);
 	sr_iw_rx_init(c);
 	sr_iw_poll_init(c);
-	/* RFC 6581: with P2P the initiator's RTR is its first FPDU and the responder sends
-	 * nothing before the first FPDU arrives. RFC 5044 asks the same of rev 1 responders. */
-	if (!p->initiator)
-		c->tx_gate = SR_IW_GATE_PEER_FIRST;
-	else if (p->mpa.p2p)
-		c->tx_gate = SR_IW_GATE_RTR;
-	else
-		c->tx_gate = SR_IW_GATE_OPEN;
 	if (!p->tuned) {
 		fl = fcntl(c->fd, F_GETFL);
 		fcntl(c->fd, F_SETFL, fl | O_NONBLOCK);
@@ -672,16 +633,7 @@ static int sr_iw_attach(struct ibv_qp *ibqp, const struct sr_xport_attach *a)
 	}
 	c->h.fd = c->fd;
 	c->h.cb = sr_iw_ready;
-	/* After the RTR the rest waits for the peer, but never longer than this. */
-	if (!ready_ms)
-		ready_ms = p->mpa.rtr == SR_MPA_RTR_READ ? SR_IW_READY_READ_MS :
-							   SR_IW_READY_OTHER_MS;
-	err = c->tx_gate == SR_IW_GATE_RTR ? sr_iw_ready_timer_start(c, ready_ms) : 0;
-	if (!p->initiator && p->mpa.p2p) {
-		/* the RTR opens the gate and stops this timer (sr_iw_ready_timer_stop) */
-		c->ready_t.cb = sr_iw_first_expired;
-		err = sr_engine_timer_arm(&c->ready_t, SR_IW_FIRST_FPDU_TIMEOUT_MS);
-	}
+	err = sr_iw_tx_gate_init(c, p->ready_ms);
 	if (err) {
 		sr_iw_conn_free(c);
 		return err;
@@ -724,7 +676,7 @@ static void sr_iw_disconnect(struct ibv_qp *ibqp)
 	 */
 	if (sr_engine_timer_arm(&c->close_t, sr_config_ms("SOFTRDMA_CLOSE_TIMEOUT_MS",
 							  SR_IW_CLOSE_TIMEOUT_MS)))
-		sr_iw_fail_stream(c); /* no timer to bound the wait: end it now */
+		sr_iw_conn_fail(c); /* no timer to bound the wait: end it now */
 }
 
 /* Registered at load, before any thread: devices of kind SR_XPORT_IWARP use it. */

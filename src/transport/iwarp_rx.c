@@ -8,6 +8,7 @@
  * is received straight into its destination instead, no copy. Runs on the engine thread or in a
  * thread polling a CQ of the QP (iwarp_poll.c), under rx_lock: one caller at a time.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -64,26 +65,33 @@ static enum sr_iw_err sr_iw_rdmap_err(enum sr_access_result r)
 /* Internal result of the header checks: the Send waits for a receive (receiver not ready). */
 #define SR_IW_RX_HOLD 3
 
-uint32_t sr_iw_rx_interest(const struct sr_iw_conn *c)
+#ifndef NDEBUG
+/* The transitions of enum sr_iw_rx_state (iwarp.h). */
+static bool sr_iw_rx_state_legal(enum sr_iw_rx_state from, enum sr_iw_rx_state to)
 {
-	/* A poller owns the input (or nobody reads any more): the engine is not woken for it. */
-	bool engine = c->rx_owner == SR_IW_RXO_ENGINE || c->rx_owner == SR_IW_RXO_HANDBACK;
-
-	return c->rx_state == SR_IW_RXS_READING && engine ? EPOLLIN | EPOLLRDHUP : 0;
+	switch (from) {
+	case SR_IW_RXS_READING:
+		return to == SR_IW_RXS_HELD || to == SR_IW_RXS_TERMINATING;
+	case SR_IW_RXS_HELD:
+		return to == SR_IW_RXS_READING;
+	default:
+		return false;
+	}
 }
+#endif
 
-void sr_iw_interest_sync_locked(struct sr_iw_conn *c)
+void sr_iw_rx_state_set_locked(struct sr_iw_conn *c, enum sr_iw_rx_state to)
 {
 	sr_assert_held(&c->tx_lock);
-	if (!sr_iw_tx_ended(c) && c->h.registered)
-		sr_engine_mod(&c->h, sr_iw_rx_interest(c) | (c->tx_want_out ? EPOLLOUT : 0));
+	assert(sr_iw_rx_state_legal(c->rx_state, to));
+	c->rx_state = to;
 }
 
 /* Enter or leave the held state and tell the engine what we want from the socket. */
 static void sr_iw_rx_set_state(struct sr_iw_conn *c, enum sr_iw_rx_state st)
 {
 	pthread_mutex_lock(&c->tx_lock);
-	c->rx_state = st;
+	sr_iw_rx_state_set_locked(c, st);
 	sr_iw_interest_sync_locked(c);
 	pthread_mutex_unlock(&c->tx_lock);
 }
@@ -103,7 +111,7 @@ static void sr_iw_rnr_fire(struct sr_engine_timer *t)
 
 void sr_iw_rx_init(struct sr_iw_conn *c)
 {
-	c->rx_state = SR_IW_RXS_READING;
+	c->rx_state = SR_IW_RXS_READING; /* the first state, not a transition */
 	c->rnr_t.cb = sr_iw_rnr_fire;
 }
 
@@ -467,10 +475,8 @@ static int sr_iw_on_seg(struct sr_iw_conn *c)
 		sr_iw_tx_kill_locked(c);
 		pthread_mutex_unlock(&c->tx_lock);
 		sr_sq_fail_oldest(c->qp, st);
-		sr_async_post_obj(c->qp->ibqp.context,
-				  st == IBV_WC_REM_ACCESS_ERR ? IBV_EVENT_QP_ACCESS_ERR :
-								IBV_EVENT_QP_FATAL,
-				  &c->qp->ibqp, &c->qp->async_events);
+		sr_qp_async_event(c->qp, st == IBV_WC_REM_ACCESS_ERR ? IBV_EVENT_QP_ACCESS_ERR :
+								     IBV_EVENT_QP_FATAL);
 		return -ECONNRESET;
 	}
 	default:

@@ -4,7 +4,8 @@
  * than the socket's current MSS allows, and write them with sendmsg() whose iovecs point at
  * the headers, the registered memory and the trailers (several FPDUs of one message per
  * call, or several small messages copied into the batch). Non-blocking: when the socket
- * is full the engine resumes on EPOLLOUT.
+ * is full the engine resumes on EPOLLOUT. Also here: the gate (enum sr_iw_tx_gate), with the
+ * timers that bound it, and the socket's epoll interest, which both sides change.
  */
 #include <assert.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include "common/sr_dma.h"
@@ -48,6 +50,62 @@ void sr_iw_tx_end_set(struct sr_iw_conn *c, enum sr_iw_tx_end to)
 {
 	assert(sr_iw_tx_end_legal(c->tx_end, to));
 	c->tx_end = to;
+}
+
+#ifndef NDEBUG
+/* The transitions of enum sr_iw_tx_gate (iwarp.h). */
+static bool sr_iw_tx_gate_legal(enum sr_iw_tx_gate from, enum sr_iw_tx_gate to)
+{
+	switch (from) {
+	case SR_IW_GATE_RTR:
+		return to == SR_IW_GATE_PEER_READY;
+	case SR_IW_GATE_PEER_READY:
+	case SR_IW_GATE_PEER_FIRST:
+		return to == SR_IW_GATE_OPEN;
+	default:
+		return false;
+	}
+}
+#endif
+
+/* tx_lock held: move tx_gate. */
+static void sr_iw_tx_gate_set(struct sr_iw_conn *c, enum sr_iw_tx_gate to)
+{
+	assert(sr_iw_tx_gate_legal(c->tx_gate, to));
+	c->tx_gate = to;
+}
+
+/* The events the engine is to wait for on the socket (tx_lock held). */
+static uint32_t sr_iw_sock_events(const struct sr_iw_conn *c)
+{
+	/* A poller owns the input (or nobody reads any more): the engine is not woken for it. */
+	bool engine = c->rx_owner == SR_IW_RXO_ENGINE || c->rx_owner == SR_IW_RXO_HANDBACK;
+	uint32_t ev = c->rx_state == SR_IW_RXS_READING && engine ? EPOLLIN | EPOLLRDHUP : 0;
+
+	return ev | (c->tx_want_out ? EPOLLOUT : 0);
+}
+
+void sr_iw_interest_sync_locked(struct sr_iw_conn *c)
+{
+	sr_assert_held(&c->tx_lock);
+	if (!sr_iw_tx_ended(c) && c->h.registered)
+		sr_engine_mod(&c->h, sr_iw_sock_events(c));
+}
+
+/* Arm or disarm interest in writability (tx_lock held). */
+static void sr_iw_want_out(struct sr_iw_conn *c, bool on)
+{
+	if (c->tx_want_out == on || c->fd < 0 || !c->h.registered)
+		return;
+	c->tx_want_out = on;
+	sr_engine_mod(&c->h, sr_iw_sock_events(c));
+}
+
+void sr_iw_tx_await_room_locked(struct sr_iw_conn *c)
+{
+	sr_assert_held(&c->tx_lock);
+	c->tx_want_out = true;
+	sr_engine_mod(&c->h, sr_iw_sock_events(c));
 }
 
 void sr_iw_tx_kill_locked(struct sr_iw_conn *c)
@@ -639,7 +697,7 @@ static enum sr_iw_tx_next sr_iw_tx_pick(const struct sr_iw_conn *c)
 /* The initiator's RTR (RFC 6581), in the form negotiated. False: the stream ends. */
 static bool sr_iw_build_rtr(struct sr_iw_conn *c)
 {
-	c->tx_gate = SR_IW_GATE_PEER_READY;
+	sr_iw_tx_gate_set(c, SR_IW_GATE_PEER_READY);
 	if (c->mpa.rtr == SR_MPA_RTR_READ) {
 		struct sr_rdmap_rreq rr = { .src_stag = 1 }; /* docs/WIRE.md §1.3 */
 		struct sr_iw_rreq *q;
@@ -951,10 +1009,62 @@ void sr_iw_tx_open_gate(struct sr_iw_conn *c)
 	pthread_mutex_lock(&c->tx_lock);
 	if (c->tx_gate == SR_IW_GATE_PEER_READY || c->tx_gate == SR_IW_GATE_PEER_FIRST) {
 		sr_dbg("qp %u: peer ready, sending", c->qp->ibqp.qp_num);
-		c->tx_gate = SR_IW_GATE_OPEN;
+		sr_iw_tx_gate_set(c, SR_IW_GATE_OPEN);
 		sr_iw_tx_progress_locked(c);
 	}
 	pthread_mutex_unlock(&c->tx_lock);
+}
+
+void sr_iw_ready_timer_stop(struct sr_iw_conn *c)
+{
+	sr_engine_timer_cancel(&c->ready_t);
+}
+
+/* The peer said nothing within the bound after our RTR: send what is queued anyway. */
+static void sr_iw_ready_expired(struct sr_engine_timer *t)
+{
+	struct sr_iw_conn *c = sr_container_of(t, struct sr_iw_conn, ready_t);
+
+	sr_dbg("qp %u: no sign from the peer after the RTR: sending anyway",
+	       c->qp->ibqp.qp_num);
+	sr_iw_tx_open_gate(c);
+}
+
+/* A peer-to-peer responder never got the initiator's RTR: end the stream (a FIN). */
+static void sr_iw_first_expired(struct sr_engine_timer *t)
+{
+	struct sr_iw_conn *c = sr_container_of(t, struct sr_iw_conn, ready_t);
+
+	sr_dbg("qp %u: no RTR from the initiator within %d ms: ending the stream",
+	       c->qp->ibqp.qp_num, SR_IW_FIRST_FPDU_TIMEOUT_MS);
+	sr_iw_fail_stream(c);
+}
+
+int sr_iw_tx_gate_init(struct sr_iw_conn *c, unsigned int ready_ms)
+{
+	/* RFC 6581: with P2P the initiator's RTR is its first FPDU and the responder sends
+	 * nothing before the first FPDU arrives. RFC 5044 asks the same of rev 1 responders. */
+	if (!c->initiator)
+		c->tx_gate = SR_IW_GATE_PEER_FIRST;
+	else if (c->mpa.p2p)
+		c->tx_gate = SR_IW_GATE_RTR;
+	else
+		c->tx_gate = SR_IW_GATE_OPEN;
+	/* After the RTR the rest waits for the peer, but never longer than this: an engine
+	 * timer, so the wait costs no descriptor (a connection holds exactly its socket). */
+	if (c->tx_gate == SR_IW_GATE_RTR) {
+		if (!ready_ms)
+			ready_ms = c->mpa.rtr == SR_MPA_RTR_READ ? SR_IW_READY_READ_MS :
+								   SR_IW_READY_OTHER_MS;
+		c->ready_t.cb = sr_iw_ready_expired;
+		return sr_engine_timer_arm(&c->ready_t, ready_ms);
+	}
+	if (!c->initiator && c->mpa.p2p) {
+		/* the RTR opens the gate and stops this timer (sr_iw_ready_timer_stop) */
+		c->ready_t.cb = sr_iw_first_expired;
+		return sr_engine_timer_arm(&c->ready_t, SR_IW_FIRST_FPDU_TIMEOUT_MS);
+	}
+	return 0;
 }
 
 void sr_iw_queue_terminate(struct sr_iw_conn *c, const struct sr_term_info *t)

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The transport interface between the connection manager and a QP's byte mover. Today there
- * is one transport, iWARP over a kernel TCP socket (transport/iwarp_*.c); the same-host
- * shared-memory path and a RoCE-style device plug in beside it: each transport registers a
- * struct sr_xport_desc under its kind, each device names the kind its QPs use, and the CM
- * hands a set-up connection over with a struct sr_xport_attach of that kind.
+ * The connection manager's side of a transport: what it hands a QP's transport once a
+ * connection is set up (struct sr_xport_attach), and how the transport tells it about the
+ * connection's end. Today there is one transport, iWARP over a kernel TCP socket
+ * (transport/iwarp_*.c); the same-host shared-memory path and a RoCE-style device plug in
+ * beside it: each transport registers a struct sr_xport_desc under its kind, each device
+ * names the kind its QPs use, and the CM hands a set-up connection over with a struct
+ * sr_xport_attach of that kind. Those kinds and the registration are the verbs/transport
+ * contract (transport/sr_xport_contract.h), which names no wire; this header does (the
+ * parameters of each kind), and only the CM and the transports include it.
  *
  * librdmacm reaches these through the private ops of our contexts (struct sr_priv_ops in
  * verbs/sr_verbs.h), never through exported symbols.
@@ -16,6 +20,7 @@
 #include <stdbool.h>
 
 #include "iwarp/mpa.h"
+#include "transport/sr_xport_contract.h"
 
 /* How the transport tells the CM about the connection's end. */
 struct sr_conn_cb {
@@ -29,13 +34,6 @@ struct sr_conn_cb {
 	 * ibv_destroy_qp/rdma_destroy_qp knows).
 	 */
 	void (*closed)(void *arg, int err);
-};
-
-/* Which transport carries a device's QPs: selects the member of sr_xport_attach.u. */
-enum sr_xport_kind {
-	SR_XPORT_NONE,
-	SR_XPORT_IWARP, /* MPA/DDP/RDMAP over a kernel TCP socket */
-	SR_XPORT_KINDS,
 };
 
 /* SR_XPORT_IWARP: the connection as the CM's MPA exchange left it. */
@@ -60,22 +58,5 @@ struct sr_xport_attach {
 		struct sr_iwarp_attach_params iwarp;
 	} u;
 };
-
-/* A transport, as it registers itself (sr_xport_register). */
-struct sr_xport_desc {
-	enum sr_xport_kind kind;
-	/* Give the connection to qp (in RTS or about to be). 0 or a negative errno; on success
-	 * the transport owns what the parameters hand over (the socket). */
-	int (*attach)(struct ibv_qp *qp, const struct sr_xport_attach *a);
-	/* Orderly close: finish queued sends, then end the stream; cb.closed follows. */
-	void (*disconnect)(struct ibv_qp *qp);
-};
-
-/*
- * verbs/context.c: make a transport available to the devices of its kind. Called by each
- * transport from a constructor of the library, so before any thread exists; a kind is
- * registered once.
- */
-void sr_xport_register(const struct sr_xport_desc *d);
 
 #endif

@@ -13,7 +13,7 @@
 #include "common/sr_list.h"
 #include "engine/sr_engine.h"
 #include "netdev/sr_netdev.h"
-#include "transport/sr_xport.h"
+#include "transport/sr_xport_contract.h"
 #include "verbs/rdma_core_private.h"
 #include "verbs/sr_limits.h"
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The entry points the transport calls (sr_obj.h documents the contract). None is called
- * with a verbs lock held, and none calls back into the transport while holding one.
+ * The entry points the transport calls (transport/sr_xport_contract.h documents the
+ * contract). None is called with a verbs lock held, and none calls back into the transport
+ * while holding one.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +207,11 @@ void sr_qp_to_error(struct sr_qp *qp, bool fatal)
 	if (entered && fatal)
 		sr_async_post_obj(qp->ibqp.context, IBV_EVENT_QP_FATAL, &qp->ibqp,
 				  &qp->async_events);
+}
+
+void sr_qp_async_event(struct sr_qp *qp, enum ibv_event_type type)
+{
+	sr_async_post_obj(qp->ibqp.context, type, &qp->ibqp, &qp->async_events);
 }
 
 void sr_qp_attach_xport(struct sr_qp *qp, const struct sr_xport_ops *ops, void *xport)

@@ -38,6 +38,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "../../common/xport_test.h"
 #include "../fuzz_util.h"
 #include "fz_build.h"
 #include "transport/sr_xport.h"
@@ -76,32 +77,6 @@ static int fz_listen = -1;
 static uint8_t fz_secret[8];
 static uint8_t *fz_seen; /* what the peer received, for the secret search */
 static size_t fz_seen_cap = 1 << 22;
-
-struct fz_closed {
-	pthread_mutex_t mu;
-	int calls;
-	int err;
-};
-
-static void fz_on_closed(void *arg, int err)
-{
-	struct fz_closed *c = arg;
-
-	pthread_mutex_lock(&c->mu);
-	c->calls++;
-	c->err = err;
-	pthread_mutex_unlock(&c->mu);
-}
-
-static int fz_closed_calls(struct fz_closed *c)
-{
-	int n;
-
-	pthread_mutex_lock(&c->mu);
-	n = c->calls;
-	pthread_mutex_unlock(&c->mu);
-	return n;
-}
 
 /* The content every unchanged region must have: a per-region pattern, or the secret. */
 static uint8_t fz_expect(int r, size_t i)
@@ -217,7 +192,7 @@ static void fz_check_regions(void)
  */
 static void fz_conn_run(const uint8_t *stream, size_t len, bool crc, uint16_t ird)
 {
-	struct fz_closed cl = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct xt_closed_rec cl = XT_CLOSED_REC_INIT;
 	struct ibv_qp_init_attr ia = {
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 16, .max_recv_wr = 4, .max_send_sge = 2,
@@ -226,7 +201,7 @@ static void fz_conn_run(const uint8_t *stream, size_t len, bool crc, uint16_t ir
 	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .qp_access_flags = FZ_RW };
 	struct sr_xport_attach ap = {
 		.kind = SR_XPORT_IWARP,
-		.cb = { .arg = &cl, .closed = fz_on_closed },
+		.cb = xt_closed_cb(&cl),
 		.u.iwarp = {
 			.initiator = false,
 			.tuned = true,
@@ -268,14 +243,14 @@ static void fz_conn_run(const uint8_t *stream, size_t len, bool crc, uint16_t ir
 	CHECK(to_sr_ctx(fz_ctx)->priv_ops->attach(qp, &ap) == 0);
 
 	/* Send everything, then FIN; read all the QP says until its end of stream. */
-	while (!eof || !fz_closed_calls(&cl)) {
+	while (!eof || !xt_closed_calls(&cl, NULL)) {
 		struct pollfd p = { .fd = peer, .events = POLLIN | (fin ? 0 : POLLOUT) };
 		ssize_t k;
 
 		if (fz_now_ms() > end) {
 			fprintf(stderr, "fuzz: the connection did not end within %d ms "
 					"(%zu of %zu bytes sent, EOF %d, closed %d)\n",
-				FZ_END_MS, sent, len, eof, fz_closed_calls(&cl));
+				FZ_END_MS, sent, len, eof, xt_closed_calls(&cl, NULL));
 			abort();
 		}
 		if (poll(&p, 1, 10) <= 0)
@@ -301,7 +276,7 @@ static void fz_conn_run(const uint8_t *stream, size_t len, bool crc, uint16_t ir
 			fin = true;
 		}
 	}
-	CHECK(fz_closed_calls(&cl) == 1);
+	CHECK(xt_closed_calls(&cl, NULL) == 1);
 	/* The QP is in ERR and flushed: each receive has completed, exactly once (no Sends
 	 * are posted, so every completion is a receive's). */
 	while ((n = ibv_poll_cq(cq, 8, wc)) > 0)
@@ -317,7 +292,7 @@ static void fz_conn_run(const uint8_t *stream, size_t len, bool crc, uint16_t ir
 		abort();
 	}
 	CHECK(ibv_destroy_qp(qp) == 0);
-	CHECK(fz_closed_calls(&cl) == 1);
+	CHECK(xt_closed_calls(&cl, NULL) == 1);
 	CHECK(ibv_destroy_cq(cq) == 0);
 	close(peer);
 	/* Nothing of the connection holds a region any more: only the STag table's reference. */

@@ -14,13 +14,6 @@
 
 #define BIG (16u << 20) /* far more than the small socket buffers below hold */
 
-struct rq {
-	struct ep e;
-	int peer; /* the raw end */
-	int qfd;
-	struct raw r;
-};
-
 /*
  * A loopback pair whose buffers are as small as the kernel allows, set before the handshake
  * so the window offered is small too: one full-size FPDU (64 KiB on loopback) can then never
@@ -48,18 +41,12 @@ static void tcp_pair_small(int *a, int *b)
 }
 
 /* A QP on the small end a of such a pair; the raw peer on b. */
-static void rq_up(struct rq *t, bool initiator, struct sr_mpa_conn m)
+static void rq_up(struct raw_qp *t, bool initiator, struct sr_mpa_conn m)
 {
 	ep_create(&t->e, NULL, false);
 	tcp_pair_small(&t->qfd, &t->peer);
 	raw_init(&t->r, t->peer, m.crc);
 	ep_attach(&t->e, t->qfd, initiator, m);
-}
-
-static void rq_down(struct rq *t)
-{
-	ep_destroy(&t->e);
-	close(t->peer);
 }
 
 static void disconnect(struct ep *e)
@@ -69,7 +56,7 @@ static void disconnect(struct ep *e)
 
 /* A QP whose socket the peer stopped reading: a Write far bigger than the buffers, wr 7. */
 struct full {
-	struct rq t;
+	struct raw_qp t;
 	uint8_t *big;
 	struct ibv_mr *mr;
 };
@@ -93,12 +80,12 @@ static void full_down(struct full *f)
 	assert_int_equal(wc.wr_id, 7);
 	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
 	assert_int_equal(ibv_dereg_mr(f->mr), 0);
-	rq_down(&f->t);
+	raw_qp_down(&f->t);
 	free(f->big);
 }
 
 /* The peer writes to an STag that does not exist: our receive side queues a Terminate. */
-static void provoke_terminate(struct rq *t)
+static void provoke_terminate(struct raw_qp *t)
 {
 	uint8_t fp[128], pl[16] = { 0 };
 	size_t n = fpdu_tagged(fp, true, SR_RDMAP_OP_WRITE, true, 0x7fff0000, 0, pl, sizeof(pl));
@@ -113,7 +100,7 @@ static void provoke_terminate(struct rq *t)
 static void t_close_peer_keeps_open(void **s)
 {
 	struct ibv_wc wc;
-	struct rq t;
+	struct raw_qp t;
 	uint64_t t0;
 
 	(void)s;
@@ -127,7 +114,7 @@ static void t_close_peer_keeps_open(void **s)
 	wait_wc(t.e.rcq, &wc, 1);
 	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
 	assert_true(tcp_reaches(t.peer, TCP_CLOSE, T_WAIT_MS));
-	rq_down(&t);
+	raw_qp_down(&t);
 }
 
 /*
@@ -243,7 +230,7 @@ static void t_terminate_bound(void **s)
 static void t_responder_no_rtr(void **s)
 {
 	struct ibv_wc wc;
-	struct rq t;
+	struct raw_qp t;
 	uint64_t t0 = now_ms();
 
 	(void)s;
@@ -257,7 +244,7 @@ static void t_responder_no_rtr(void **s)
 	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
 	wait_wc(t.e.rcq, &wc, 1);
 	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
-	rq_down(&t);
+	raw_qp_down(&t);
 }
 
 /*
@@ -297,7 +284,7 @@ static void t_rx_budget(void **s)
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	socklen_t sl = sizeof(sa);
 	uint8_t *region, *stream, sbuf[2][64];
-	struct closed_rec bcl = { 0 };
+	struct xt_closed_rec bcl = { 0 };
 	struct ibv_mr *mr, *smr;
 	struct sr_iw_conn *ca;
 	struct ibv_qp *bqp;
@@ -362,7 +349,7 @@ static void t_rx_budget(void **s)
 
 	/* A attached with nothing to read yet; then its callback is made to wait */
 	ep_attach(&a, qa, false, mpa_conn(false, 0, 1, 1));
-	ca = to_sr_qp(a.qp)->xport;
+	ca = xt_conn(a.qp);
 	pthread_mutex_lock(&ca->rx_lock);
 	for (uint32_t off = 0; off < RXB_TOTAL; off += RXB_PAY)
 		n += fpdu_tagged(stream + n, false, SR_RDMAP_OP_WRITE, true, mr->rkey,
@@ -379,7 +366,7 @@ static void t_rx_budget(void **s)
 	{
 		struct sr_xport_attach p = {
 			.kind = SR_XPORT_IWARP,
-			.cb = { .arg = &bcl, .closed = on_closed },
+			.cb = xt_closed_cb(&bcl),
 			.u.iwarp = { .fd = qb, .initiator = false,
 				     .mpa = mpa_conn(false, 0, 1, 1) },
 		};

@@ -9,27 +9,8 @@
  */
 #include "xport_helpers.h"
 
-#define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
-#define LONG_LEASE "30000000" /* 30 s: longer than any test waits, so only a poller reads */
 #define BUF (4u << 20)
 #define SEG 32768u /* payload per FPDU */
-
-/* Connections attached from here on take this lease (µs; "0": no poll mode). */
-static void lease(const char *us)
-{
-	setenv("SOFTRDMA_POLL_LEASE_US", us, 1);
-}
-
-static enum sr_iw_rx_owner owner(struct raw_qp *t)
-{
-	struct sr_iw_conn *c = to_sr_qp(t->e.qp)->xport;
-	enum sr_iw_rx_owner o;
-
-	pthread_mutex_lock(&c->rx_lock);
-	o = c->rx_owner;
-	pthread_mutex_unlock(&c->rx_lock);
-	return o;
-}
 
 /* Until p holds want (the engine placed it). */
 static void wait_placed(const uint8_t *p, const uint8_t *want, size_t n)
@@ -132,7 +113,7 @@ static void t_err_queued(void **s)
 		assert_int_equal(ibv_poll_cq(t.e.rcq, 1, &none), 0);
 		assert_int_equal(ibv_poll_cq(t.e.rcq, 1, &none), 0);
 	}
-	assert_int_equal(owner(&t), SR_IW_RXO_POLLED);
+	assert_int_equal(xt_rx_owner(t.e.qp), SR_IW_RXO_POLLED);
 	memcpy(ref_rd, rd, BUF);
 	memcpy(ref_w, w, BUF);
 	for (uint32_t k = 1; k < BUF / SEG; k++) {
@@ -271,9 +252,9 @@ static void err_mid_stream(bool polled)
 		pl.cq = t.e.rcq;
 		assert_int_equal(pthread_create(&tp, NULL, poll_main, &pl), 0);
 		end = now_ms() + T_WAIT_MS;
-		while (owner(&t) != SR_IW_RXO_POLLED && now_ms() < end)
+		while (xt_rx_owner(t.e.qp) != SR_IW_RXO_POLLED && now_ms() < end)
 			usleep(100);
-		assert_int_equal(owner(&t), SR_IW_RXO_POLLED);
+		assert_int_equal(xt_rx_owner(t.e.qp), SR_IW_RXO_POLLED);
 	}
 	st = (struct streamer){ .fd = t.peer, .buf = buf, .len = fl };
 	assert_int_equal(pthread_create(&ts, NULL, stream_main, &st), 0);

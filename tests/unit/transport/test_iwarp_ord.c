@@ -10,14 +10,7 @@
 #define NREAD 20u
 #define RLEN 64u
 
-struct rq {
-	struct ep e;
-	int peer; /* the raw end */
-	int qfd;
-	struct raw r;
-};
-
-static void expect_rreq(struct rq *t, uint32_t i, const uint8_t *sink, uint32_t lkey)
+static void expect_rreq(struct raw_qp *t, uint32_t i, const uint8_t *sink, uint32_t lkey)
 {
 	assert_int_equal(raw_next(&t->r, NULL, 0, T_WAIT_MS), 0);
 	assert_int_equal(t->r.seg.opcode, SR_RDMAP_OP_READ_REQ);
@@ -30,7 +23,7 @@ static void expect_rreq(struct rq *t, uint32_t i, const uint8_t *sink, uint32_t 
 
 static void ord_case(bool crc)
 {
-	struct rq t;
+	struct raw_qp t;
 	uint8_t *sink = calloc(NREAD, RLEN), *resp = malloc(NREAD * RLEN), mem[8], fp[256];
 	struct ibv_mr *kmr, *mr;
 	struct ibv_wc wc[NREAD];

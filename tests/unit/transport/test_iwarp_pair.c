@@ -57,7 +57,6 @@ static void buf_free(struct buf *b)
 	free(b->p);
 }
 
-#define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 
 static const size_t sizes[] = { 0, 1, 4096, 1u << 20, 16u << 20 };
 
@@ -466,7 +465,7 @@ static void t_ord_limit(void **s)
 /* Transmit batch held (under tx_lock: it is given back in the same hold that completes). */
 static bool holds_batch(struct ep *e)
 {
-	struct sr_iw_conn *c = to_sr_qp(e->qp)->xport;
+	struct sr_iw_conn *c = xt_conn(e->qp);
 	bool held;
 
 	pthread_mutex_lock(&c->tx_lock);
@@ -490,7 +489,7 @@ static void t_idle_costs(void **s)
 	(void)s;
 	pair_up_opt(&p, mpa_conn(true, SR_MPA_RTR_WRITE, 3, 3),
 		    mpa_conn(true, SR_MPA_RTR_WRITE, 3, 3), false, NULL);
-	a = to_sr_qp(p.a.qp)->xport;
+	a = xt_conn(p.a.qp);
 	buf_new(&src, p.a.pd, 4096, ACC_ALL, 7);
 	buf_new(&dst, p.b.pd, 4096, ACC_ALL, 8);
 	post_recv1(&p.b, 1, dst.p, 4096, dst.mr->lkey);

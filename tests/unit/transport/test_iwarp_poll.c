@@ -8,34 +8,9 @@
  */
 #include "xport_helpers.h"
 
-#define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
-#define LONG_LEASE "30000000" /* 30 s: longer than any test waits, so only a poller reads */
-
 struct pair {
 	struct ep a, b; /* a: initiator, b: responder */
 };
-
-/* Connections attached from here on take this lease (µs). */
-static void lease(const char *us)
-{
-	setenv("SOFTRDMA_POLL_LEASE_US", us, 1);
-}
-
-static struct sr_iw_conn *conn(struct ep *e)
-{
-	return to_sr_qp(e->qp)->xport;
-}
-
-static enum sr_iw_rx_owner owner(struct ep *e)
-{
-	struct sr_iw_conn *c = conn(e);
-	enum sr_iw_rx_owner o;
-
-	pthread_mutex_lock(&c->rx_lock);
-	o = c->rx_owner;
-	pthread_mutex_unlock(&c->rx_lock);
-	return o;
-}
 
 static unsigned long polled_wc(struct ibv_cq *cq)
 {
@@ -111,7 +86,7 @@ static void t_poll_in_thread(void **s)
 	/* Send: b's input is its poller's before a's Send leaves */
 	post_recv1(&p.b, 10, dst, sizeof(dst), md->lkey);
 	poll_empty(p.b.rcq);
-	assert_int_equal(owner(&p.b), SR_IW_RXO_POLLED);
+	assert_int_equal(xt_rx_owner(p.b.qp), SR_IW_RXO_POLLED);
 	n0 = polled_wc(p.b.rcq);
 	fill(src, sizeof(src), 1);
 	post_send1(&p.a, 11, IBV_WR_SEND, 0, src, sizeof(src), ms->lkey, 0, 0);
@@ -121,7 +96,7 @@ static void t_poll_in_thread(void **s)
 	assert_int_equal(wc.byte_len, sizeof(src));
 	assert_memory_equal(src, dst, sizeof(src));
 	assert_int_equal(polled_wc(p.b.rcq), n0 + 1);
-	assert_int_equal(owner(&p.b), SR_IW_RXO_POLLED);
+	assert_int_equal(xt_rx_owner(p.b.qp), SR_IW_RXO_POLLED);
 
 	/* Write, made visible by the Send behind it, both received by b's poller */
 	fill(src, sizeof(src), 2);
@@ -136,14 +111,14 @@ static void t_poll_in_thread(void **s)
 
 	/* Arming hands b's input back to the engine before the call returns. */
 	assert_int_equal(ibv_req_notify_cq(p.b.rcq, 0), 0);
-	assert_int_equal(owner(&p.b), SR_IW_RXO_ENGINE);
+	assert_int_equal(xt_rx_owner(p.b.qp), SR_IW_RXO_ENGINE);
 	poll_empty(p.b.rcq); /* an armed CQ's empty poll takes nothing */
-	assert_int_equal(owner(&p.b), SR_IW_RXO_ENGINE);
+	assert_int_equal(xt_rx_owner(p.b.qp), SR_IW_RXO_ENGINE);
 
 	/* Read: a's poller places the response and completes it; b's engine answers. */
 	wait_wc(p.a.scq, three, 3); /* the Send, the Write and the Send */
 	poll_empty(p.a.scq);
-	assert_int_equal(owner(&p.a), SR_IW_RXO_POLLED);
+	assert_int_equal(xt_rx_owner(p.a.qp), SR_IW_RXO_POLLED);
 	n0 = polled_wc(p.a.scq);
 	fill(dst, sizeof(dst), 3);
 	post_send1(&p.a, 15, IBV_WR_RDMA_READ, 0, src, sizeof(src), ms->lkey, (uintptr_t)dst,
@@ -177,7 +152,7 @@ static void t_poll_lease_expiry(void **s)
 
 	md = ibv_reg_mr(p.b.pd, dst, sizeof(dst), ACC_ALL);
 	poll_empty(p.b.rcq);
-	assert_int_equal(owner(&p.b), SR_IW_RXO_POLLED);
+	assert_int_equal(xt_rx_owner(p.b.qp), SR_IW_RXO_POLLED);
 	/* b never polls again */
 	fill(src, sizeof(src), 7);
 	post_send1(&p.a, 20, IBV_WR_RDMA_WRITE, 0, src, sizeof(src), ms->lkey, (uintptr_t)dst,
@@ -188,7 +163,7 @@ static void t_poll_lease_expiry(void **s)
 	assert_int_equal(wc[1].status, IBV_WC_SUCCESS);
 	assert_int_equal(wc[1].opcode, IBV_WC_RDMA_READ);
 	assert_memory_equal(src, back, sizeof(src));
-	assert_int_equal(owner(&p.b), SR_IW_RXO_ENGINE);
+	assert_int_equal(xt_rx_owner(p.b.qp), SR_IW_RXO_ENGINE);
 	assert_int_equal(ibv_dereg_mr(ms), 0);
 	assert_int_equal(ibv_dereg_mr(mb), 0);
 	assert_int_equal(ibv_dereg_mr(md), 0);
@@ -230,7 +205,7 @@ static void t_blocking_helper(void **s)
 		/* a poller had the input: arming gives it back, then the thread sleeps */
 		poll_empty(p[i].b.rcq);
 		assert_int_equal(ibv_req_notify_cq(p[i].b.rcq, 0), 0);
-		assert_int_equal(owner(&p[i].b), SR_IW_RXO_ENGINE);
+		assert_int_equal(xt_rx_owner(p[i].b.qp), SR_IW_RXO_ENGINE);
 		post_recv1(&p[i].b, 30, NULL, 0, 0);
 	}
 	h0 = atomic_load(&sr_chan_helped);
@@ -261,15 +236,8 @@ static void t_blocking_helper(void **s)
 
 /* ------------------------------------------------------------ raw peer -- */
 
-struct rq {
-	struct ep e;
-	int peer;
-	int qfd;
-	struct raw r;
-};
-
 /* Our QP (responder) facing a raw peer; past the first segment, its input with a poller. */
-static void rq_up_polled(struct rq *t)
+static void rq_up_polled(struct raw_qp *t)
 {
 	uint8_t st[128];
 	struct ibv_wc wc;
@@ -286,10 +254,10 @@ static void rq_up_polled(struct rq *t)
 	wait_wc(t->e.rcq, &wc, 1);
 	post_recv1(&t->e, 2, NULL, 0, 0); /* flushed by the close */
 	poll_empty(t->e.rcq);
-	assert_int_equal(owner(&t->e), SR_IW_RXO_POLLED);
+	assert_int_equal(xt_rx_owner(t->e.qp), SR_IW_RXO_POLLED);
 }
 
-static void rq_down(struct rq *t)
+static void rq_down(struct raw_qp *t)
 {
 	ep_destroy(&t->e);
 	if (t->peer >= 0)
@@ -298,7 +266,7 @@ static void rq_down(struct rq *t)
 
 /* Busy-poll until the stream is closed (the engine thread cannot see the input) and the
  * receive posted in rq_up_polled comes back flushed. */
-static int poll_until_closed(struct rq *t)
+static int poll_until_closed(struct raw_qp *t)
 {
 	uint64_t end = now_ms() + T_WAIT_MS;
 	bool flushed = false;
@@ -317,7 +285,7 @@ static int poll_until_closed(struct rq *t)
 /* The peer's FIN, read by the poller: the engine closes orderly. */
 static void t_poll_eof(void **s)
 {
-	struct rq t;
+	struct raw_qp t;
 
 	(void)s;
 	rq_up_polled(&t);
@@ -332,7 +300,7 @@ static void t_poll_eof(void **s)
 static void t_poll_reset(void **s)
 {
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-	struct rq t;
+	struct raw_qp t;
 
 	(void)s;
 	rq_up_polled(&t);
@@ -348,7 +316,7 @@ static void t_poll_reset(void **s)
 static void t_poll_terminate(void **s)
 {
 	uint8_t st[256], msg[16] = { 0 };
-	struct rq t;
+	struct raw_qp t;
 	size_t l;
 
 	(void)s;
@@ -367,7 +335,7 @@ static void t_poll_peer_terminate(void **s)
 {
 	uint8_t st[SR_TERM_FPDU_MAX];
 	struct sr_term_info ti;
-	struct rq t;
+	struct raw_qp t;
 	ssize_t l;
 
 	(void)s;
@@ -515,7 +483,7 @@ static void t_poll_round_robin(void **s)
 		poll_empty(cq);
 		all = true;
 		for (int i = 0; i < NQ; i++)
-			all = all && owner(&a[i]) == SR_IW_RXO_POLLED;
+			all = all && xt_rx_owner(a[i].qp) == SR_IW_RXO_POLLED;
 	} while (!all && now_ms() < end);
 	assert_true(all);
 	for (int i = 0; i < NQ; i++) {

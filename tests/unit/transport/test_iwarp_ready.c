@@ -10,62 +10,20 @@
  */
 #include "xport_helpers.h"
 
-#define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 /* A wait that never ends within a test: whatever goes out came from the peer's sign. */
 #define NEVER_MS 600000
 /* Bytes of a Read RTR with CRC: MPA length, DDP/RDMAP header of a Read Request, CRC. */
 #define RTR_READ_LEN 52
 
-struct rp {
-	struct ep e;
-	int peer; /* the raw end */
-	int qfd;
-	struct raw r;
-};
-
-static void rp_socks(struct rp *t, bool crc)
+static void rp_socks(struct raw_qp *t, bool crc)
 {
 	ep_create(&t->e, NULL, false);
 	tcp_pair(&t->qfd, &t->peer);
 	raw_init(&t->r, t->peer, crc);
 }
 
-static void rp_down(struct rp *t)
-{
-	ep_destroy(&t->e);
-	close(t->peer);
-}
-
-static struct sr_iw_conn *xconn(struct ep *e)
-{
-	return to_sr_qp(e->qp)->xport;
-}
-
-static enum sr_iw_tx_gate gate_of(struct ep *e)
-{
-	struct sr_iw_conn *c = xconn(e);
-	enum sr_iw_tx_gate g;
-
-	pthread_mutex_lock(&c->tx_lock);
-	g = c->tx_gate;
-	pthread_mutex_unlock(&c->tx_lock);
-	return g;
-}
-
-/* Send WQEs the transport has taken from the queue (started, not yet reaped). */
-static uint32_t sq_started(struct ep *e)
-{
-	struct sr_qp *qp = to_sr_qp(e->qp);
-	uint32_t n;
-
-	pthread_mutex_lock(&qp->lock);
-	n = qp->sq_started;
-	pthread_mutex_unlock(&qp->lock);
-	return n;
-}
-
 /* The peer answers a zero-length Read RTR (sink STag 0, TO 0) as siw does. */
-static void send_rtr_response(struct rp *t, bool crc)
+static void send_rtr_response(struct raw_qp *t, bool crc)
 {
 	uint8_t fp[64];
 	size_t n = fpdu_tagged(fp, crc, SR_RDMAP_OP_READ_RESP, true, 0, 0, NULL, 0);
@@ -73,7 +31,7 @@ static void send_rtr_response(struct rp *t, bool crc)
 	xsend(t->peer, fp, n);
 }
 
-static void expect_rtr(struct rp *t, uint8_t rtr)
+static void expect_rtr(struct raw_qp *t, uint8_t rtr)
 {
 	assert_int_equal(raw_next(&t->r, NULL, 0, T_WAIT_MS), 0);
 	switch (rtr) {
@@ -93,7 +51,7 @@ static void expect_rtr(struct rp *t, uint8_t rtr)
 }
 
 /* The next FPDU is a whole one-segment Send of `want`, with MSN msn. */
-static void expect_send(struct rp *t, uint32_t msn, const void *want, size_t len)
+static void expect_send(struct raw_qp *t, uint32_t msn, const void *want, size_t len)
 {
 	uint8_t msg[64] = { 0 };
 
@@ -114,7 +72,7 @@ static void expect_send(struct rp *t, uint32_t msn, const void *want, size_t len
  */
 static void t_siw_late_install(void **s)
 {
-	struct rp t;
+	struct raw_qp t;
 	uint8_t ping[4] = "ping", pong[4] = "pong", rbuf[16], fp[64], junk[512];
 	struct ibv_mr *rmr;
 	struct ibv_wc wc;
@@ -137,7 +95,7 @@ static void t_siw_late_install(void **s)
 			sent = true; /* the Send went out right behind the RTR */
 			break;
 		}
-		if (gate_of(&t.e) == SR_IW_GATE_PEER_READY && sq_started(&t.e) == 0)
+		if (xt_tx_gate(t.e.qp) == SR_IW_GATE_PEER_READY && xt_sq_started(t.e.qp) == 0)
 			break;
 		usleep(200);
 	}
@@ -166,7 +124,7 @@ static void t_siw_late_install(void **s)
 	assert_memory_equal(rbuf, pong, 4);
 	assert_int_equal(closed_calls(&t.e, NULL), 0);
 	assert_int_equal(ibv_dereg_mr(rmr), 0);
-	rp_down(&t);
+	raw_qp_down(&t);
 }
 
 /*
@@ -175,7 +133,7 @@ static void t_siw_late_install(void **s)
  */
 static void t_hold_order(void **s)
 {
-	struct rp t;
+	struct raw_qp t;
 	uint8_t a[3] = { 1, 2, 3 }, d[2] = { 4, 5 }, wsrc[8], sink[8] = { 0 }, rsrc[8], fp[64];
 	struct ibv_mr *wmr, *smr;
 	struct sr_rdmap_rreq rr;
@@ -198,8 +156,8 @@ static void t_hold_order(void **s)
 	post_send1(&t.e, 4, IBV_WR_SEND, IBV_SEND_INLINE, d, 2, 0, 0, 0);
 	/* held: nothing on the wire, nothing taken from the queue, nothing completed */
 	assert_false(fd_readable(t.peer, 200));
-	assert_int_equal(gate_of(&t.e), SR_IW_GATE_PEER_READY);
-	assert_int_equal(sq_started(&t.e), 0);
+	assert_int_equal(xt_tx_gate(t.e.qp), SR_IW_GATE_PEER_READY);
+	assert_int_equal(xt_sq_started(t.e.qp), 0);
 	no_wc(t.e.scq, 0);
 
 	send_rtr_response(&t, true);
@@ -233,13 +191,13 @@ static void t_hold_order(void **s)
 	no_wc(t.e.scq, 50);
 	assert_int_equal(ibv_dereg_mr(wmr), 0);
 	assert_int_equal(ibv_dereg_mr(smr), 0);
-	rp_down(&t);
+	raw_qp_down(&t);
 }
 
 /* With a Write or Send RTR nothing answers it: any FPDU from the peer ends the wait. */
 static void hold_any_fpdu(uint8_t rtr)
 {
-	struct rp t;
+	struct raw_qp t;
 	uint8_t x[5] = "hello", fp[64];
 	size_t n;
 
@@ -248,13 +206,13 @@ static void hold_any_fpdu(uint8_t rtr)
 	ep_attach_ready(&t.e, t.qfd, true, mpa_conn(false, rtr, 1, 1), NEVER_MS);
 	expect_rtr(&t, rtr);
 	assert_false(fd_readable(t.peer, 100));
-	assert_int_equal(gate_of(&t.e), SR_IW_GATE_PEER_READY);
+	assert_int_equal(xt_tx_gate(t.e.qp), SR_IW_GATE_PEER_READY);
 	/* the peer's own zero-length Write (it may talk once our RTR is in) */
 	n = fpdu_tagged(fp, false, SR_RDMAP_OP_WRITE, true, 1, 0, NULL, 0);
 	xsend(t.peer, fp, n);
 	expect_send(&t, rtr == SR_MPA_RTR_SEND ? 2 : 1, x, 5);
-	assert_int_equal(gate_of(&t.e), SR_IW_GATE_OPEN);
-	rp_down(&t);
+	assert_int_equal(xt_tx_gate(t.e.qp), SR_IW_GATE_OPEN);
+	raw_qp_down(&t);
 }
 
 static void t_hold_any_fpdu(void **s)
@@ -271,7 +229,7 @@ static void t_hold_any_fpdu(void **s)
  */
 static void hold_fallback(uint8_t rtr)
 {
-	struct rp t;
+	struct raw_qp t;
 	uint8_t x[4] = { 7, 7, 7, 7 }, sink[4] = { 0 }, src[4] = { 1, 2, 3, 4 }, fp[64];
 	struct ibv_mr *smr;
 	struct ibv_wc wc;
@@ -282,7 +240,7 @@ static void hold_fallback(uint8_t rtr)
 	ep_attach(&t.e, t.qfd, true, mpa_conn(true, rtr, 2, 2));
 	expect_rtr(&t, rtr);
 	expect_send(&t, rtr == SR_MPA_RTR_SEND ? 2 : 1, x, 4);
-	assert_int_equal(gate_of(&t.e), SR_IW_GATE_OPEN);
+	assert_int_equal(xt_tx_gate(t.e.qp), SR_IW_GATE_OPEN);
 	wait_wc(t.e.scq, &wc, 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_false(fd_readable(t.peer, 100)); /* once */
@@ -303,7 +261,7 @@ static void hold_fallback(uint8_t rtr)
 	assert_memory_equal(sink, src, 4);
 	assert_int_equal(closed_calls(&t.e, NULL), 0);
 	assert_int_equal(ibv_dereg_mr(smr), 0);
-	rp_down(&t);
+	raw_qp_down(&t);
 }
 
 static void t_hold_fallback(void **s)
@@ -320,7 +278,7 @@ static void t_hold_fallback(void **s)
  */
 static void t_hold_disconnect(void **s)
 {
-	struct rp t;
+	struct raw_qp t;
 	uint8_t x[3] = { 3, 3, 3 };
 
 	(void)s;
@@ -335,7 +293,7 @@ static void t_hold_disconnect(void **s)
 	raw_expect_end(&t.r);
 	shutdown(t.peer, SHUT_WR);
 	assert_int_equal(wait_closed(&t.e), 0);
-	rp_down(&t);
+	raw_qp_down(&t);
 }
 
 /*
@@ -344,7 +302,7 @@ static void t_hold_disconnect(void **s)
  */
 static void t_rtr_before_terminate(void **s)
 {
-	struct rp t;
+	struct raw_qp t;
 	uint8_t fp[64];
 	size_t n;
 
@@ -360,7 +318,7 @@ static void t_rtr_before_terminate(void **s)
 	assert_int_equal(t.r.seg.opcode, SR_RDMAP_OP_TERMINATE);
 	raw_expect_end(&t.r);
 	assert_int_equal(wait_closed(&t.e), -ECONNABORTED);
-	rp_down(&t);
+	raw_qp_down(&t);
 }
 
 int main(void)

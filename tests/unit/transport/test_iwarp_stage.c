@@ -15,7 +15,6 @@
 
 #include "xport_helpers.h"
 
-#define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 
 /* Hold Sends without a receive for as long as it takes. */
 static void hold_forever(struct raw_qp *t)

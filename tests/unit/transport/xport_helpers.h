@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/xport_test.h"
 #include "common/sr_common.h"
 #include "iwarp/crc32c.h"
 #include "iwarp/ddp.h"
@@ -37,6 +38,9 @@
 #include "verbs/sr_verbs.h"
 
 #define T_WAIT_MS 30000 /* generous: sanitizer builds are slow */
+#define PG 4096
+#define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+#define LONG_LEASE "30000000" /* 30 s: longer than any test waits, so only a poller reads */
 
 static struct ibv_context *g_ctx;
 
@@ -69,6 +73,18 @@ static int grp_teardown(void **state)
 {
 	(void)state;
 	return ibv_close_device(g_ctx);
+}
+
+/* Connections attached from here on take this poll lease (µs; "0": no poll mode). */
+static inline void lease(const char *us)
+{
+	setenv("SOFTRDMA_POLL_LEASE_US", us, 1);
+}
+
+/* The verbs object behind an MR (its reference count, its state). */
+static inline struct sr_mr *mr_of(struct ibv_mr *mr)
+{
+	return sr_container_of(mr, struct sr_mr, ibmr);
 }
 
 /* ------------------------------------------------------------------ sockets -- */
@@ -138,22 +154,6 @@ static inline int sock_mss(int fd)
 
 /* --------------------------------------------------------------- QP ends -- */
 
-struct closed_rec {
-	pthread_mutex_t mu;
-	int calls;
-	int err;
-};
-
-static void on_closed(void *arg, int err)
-{
-	struct closed_rec *r = arg;
-
-	pthread_mutex_lock(&r->mu);
-	r->calls++;
-	r->err = err;
-	pthread_mutex_unlock(&r->mu);
-}
-
 struct ep {
 	struct ibv_pd *pd;
 	bool own_pd;
@@ -161,7 +161,7 @@ struct ep {
 	struct ibv_cq *scq, *rcq;
 	struct ibv_srq *srq;
 	struct ibv_qp *qp;
-	struct closed_rec cl;
+	struct xt_closed_rec cl;
 	int fd;
 };
 
@@ -231,7 +231,7 @@ static inline void ep_attach_ready(struct ep *e, int fd, bool initiator, struct 
 {
 	struct sr_xport_attach p = {
 		.kind = SR_XPORT_IWARP,
-		.cb = { .arg = &e->cl, .closed = on_closed },
+		.cb = xt_closed_cb(&e->cl),
 		.u.iwarp = {
 			.fd = fd,
 			.initiator = initiator,
@@ -265,14 +265,7 @@ static inline void ep_destroy(struct ep *e)
 
 static inline int closed_calls(struct ep *e, int *err)
 {
-	int n;
-
-	pthread_mutex_lock(&e->cl.mu);
-	n = e->cl.calls;
-	if (err)
-		*err = e->cl.err;
-	pthread_mutex_unlock(&e->cl.mu);
-	return n;
+	return xt_closed_calls(&e->cl, err);
 }
 
 /* Wait for the closed callback; returns its err. */
@@ -289,13 +282,7 @@ static inline int wait_closed(struct ep *e)
 
 static inline enum ibv_qp_state qp_state(struct ep *e)
 {
-	struct sr_qp *qp = to_sr_qp(e->qp);
-	enum ibv_qp_state s;
-
-	pthread_mutex_lock(&qp->lock);
-	s = qp->state;
-	pthread_mutex_unlock(&qp->lock);
-	return s;
+	return xt_qp_state(e->qp);
 }
 
 /* Collect exactly n completions from cq (fails on timeout). */
@@ -550,6 +537,17 @@ static inline void raw_qp_up(struct raw_qp *t)
 	raw_init(&t->r, t->peer, true);
 	t->r.qfd = t->qfd;
 	ep_attach(&t->e, t->qfd, true, mpa_conn(true, 0, 4, 4));
+}
+
+/* A QP attached (on an SRQ if srq) to a raw peer that checks our MULPDU against the QP's MSS. */
+static inline void raw_qp_attach(struct raw_qp *t, bool initiator, struct sr_mpa_conn m, bool srq)
+{
+	ep_create(&t->e, NULL, srq);
+	tcp_pair(&t->qfd, &t->peer);
+	raw_init(&t->r, t->peer, m.crc);
+	t->r.mulpdu = sr_mpa_mulpdu((uint32_t)sock_mss(t->qfd));
+	t->r.qfd = t->qfd;
+	ep_attach(&t->e, t->qfd, initiator, m);
 }
 
 static inline void raw_qp_down(struct raw_qp *t)
