@@ -99,27 +99,20 @@ out:
 int sr_cm_qp_to_rts(struct sr_cm_id *id, struct ibv_qp *qp)
 {
 	const struct sr_priv_ops *ops = sr_cm_priv_ops(qp->context);
-	struct ibv_qp_attr attr;
-	int mask, err;
 
 	/* the connection is ours: verbs lets the QP go to RTS (verbs/qp_modify.c) */
 	if (ops && ops->llp_claim)
 		ops->llp_claim(qp);
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTR;
-	err = sr_cm_qp_attr(id, &attr, &mask);
-	if (err)
-		return -err;
-	err = ibv_modify_qp(qp, &attr, mask);
-	if (err)
-		return -err;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	err = sr_cm_qp_attr(id, &attr, &mask);
-	if (err)
-		return -err;
-	err = ibv_modify_qp(qp, &attr, mask);
-	return err ? -err : 0;
+	for (int i = 0; i < 2; i++) {
+		struct ibv_qp_attr attr = { .qp_state = i ? IBV_QPS_RTS : IBV_QPS_RTR };
+		int mask, err = sr_cm_qp_attr(id, &attr, &mask);
+
+		if (!err)
+			err = ibv_modify_qp(qp, &attr, mask);
+		if (err)
+			return -err;
+	}
+	return 0;
 }
 
 void sr_cm_qp_to_err(struct ibv_qp *qp)

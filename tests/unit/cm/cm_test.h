@@ -45,6 +45,40 @@ static inline int cm_test_expect(struct rdma_event_channel *ch, enum rdma_cm_eve
 	return status;
 }
 
+/* The next event must be type with private data pd; returns its status (acked). */
+static inline int cm_test_expect_pd(struct rdma_event_channel *ch, enum rdma_cm_event_type type,
+				    const char *pd)
+{
+	struct rdma_cm_event *ev = cm_test_next_event(ch);
+	int status = ev->status;
+
+	assert_int_equal(ev->event, type);
+	assert_int_equal(ev->param.conn.private_data_len, strlen(pd));
+	assert_memory_equal(ev->param.conn.private_data, pd, strlen(pd));
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	return status;
+}
+
+/* The id's state, read under the lock. */
+static inline enum sr_cm_state cm_test_state(struct sr_cm_id *s)
+{
+	enum sr_cm_state st;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	st = s->state;
+	pthread_mutex_unlock(&sr_cm_lock);
+	return st;
+}
+
+/* For cm_test_wait_locked: the id's (struct rdma_cm_id *arg) connection is a QP-less stream
+ * that stream.c owns. */
+static inline bool cm_test_stream_owned(void *arg)
+{
+	struct sr_cm_conn *c = to_sr_id(arg)->conn;
+
+	return c && c->phase == SR_CONN_STREAM && c->ops->io == sr_cm_stream_io;
+}
+
 /* No event on ch for ms. */
 static inline void cm_test_no_event(struct rdma_event_channel *ch, int ms)
 {

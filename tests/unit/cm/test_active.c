@@ -102,38 +102,21 @@ static void reply(struct fixture *f, bool reject, const char *pd)
 
 static enum sr_cm_state id_state(struct rdma_cm_id *id)
 {
-	enum sr_cm_state st;
-
-	pthread_mutex_lock(&sr_cm_lock);
-	st = to_sr_id(id)->state;
-	pthread_mutex_unlock(&sr_cm_lock);
-	return st;
-}
-
-static bool stream_owned(void *arg)
-{
-	struct sr_cm_conn *c = to_sr_id(arg)->conn;
-
-	return c && c->phase == SR_CONN_STREAM && c->ops->io == sr_cm_stream_io;
+	return cm_test_state(to_sr_id(id));
 }
 
 /* A Reply: CONNECT_RESPONSE with its private data; establish makes it stream.c's. */
 static void reply_then_establish(void **state)
 {
 	struct fixture *f = *state;
-	struct rdma_cm_event *ev;
 
 	reply(f, false, "ok");
-	ev = cm_test_next_event(f->ch);
-	assert_int_equal(ev->event, RDMA_CM_EVENT_CONNECT_RESPONSE);
-	assert_int_equal(ev->param.conn.private_data_len, 2);
-	assert_memory_equal(ev->param.conn.private_data, "ok", 2);
-	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	assert_int_equal(cm_test_expect_pd(f->ch, RDMA_CM_EVENT_CONNECT_RESPONSE, "ok"), 0);
 	assert_int_equal(id_state(f->id), SR_CM_RESPONDED);
 
 	assert_int_equal(rdma_establish(f->id), 0);
 	assert_int_equal(id_state(f->id), SR_CM_ESTABLISHED);
-	cm_test_wait_locked(stream_owned, f->id);
+	cm_test_wait_locked(cm_test_stream_owned, f->id);
 	/* the peer ends the stream: stream.c's io reports it */
 	close(f->peer);
 	f->peer = -1;
@@ -145,15 +128,9 @@ static void reply_then_establish(void **state)
 static void reject(void **state)
 {
 	struct fixture *f = *state;
-	struct rdma_cm_event *ev;
 
 	reply(f, true, "no");
-	ev = cm_test_next_event(f->ch);
-	assert_int_equal(ev->event, RDMA_CM_EVENT_REJECTED);
-	assert_int_equal(ev->status, -ECONNREFUSED);
-	assert_int_equal(ev->param.conn.private_data_len, 2);
-	assert_memory_equal(ev->param.conn.private_data, "no", 2);
-	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	assert_int_equal(cm_test_expect_pd(f->ch, RDMA_CM_EVENT_REJECTED, "no"), -ECONNREFUSED);
 	assert_int_equal(id_state(f->id), SR_CM_FAILED);
 	assert_null(to_sr_id(f->id)->conn);
 }

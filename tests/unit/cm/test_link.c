@@ -136,16 +136,6 @@ static enum ibv_qp_state qp_state(struct ibv_qp *qp)
 	return attr.qp_state;
 }
 
-static enum sr_cm_state id_state(struct sr_cm_id *s)
-{
-	enum sr_cm_state st;
-
-	pthread_mutex_lock(&sr_cm_lock);
-	st = s->state;
-	pthread_mutex_unlock(&sr_cm_lock);
-	return st;
-}
-
 static int attach(struct fixture *f, bool initiator)
 {
 	struct sr_cm_evparam est = { .initiator_depth = 1, .responder_resources = 1 };
@@ -195,13 +185,13 @@ static void attach_then_closed(void **state)
 	assert_int_equal(xp.a.u.iwarp.mpa.ird, 1);
 	assert_null(f->s->conn); /* the CM let go of the socket: still open, the transport's */
 	assert_true(fcntl(f->fd, F_GETFD) >= 0);
-	assert_int_equal(id_state(f->s), SR_CM_ESTABLISHED);
+	assert_int_equal(cm_test_state(f->s), SR_CM_ESTABLISHED);
 	cm_test_expect(f->ch, RDMA_CM_EVENT_ESTABLISHED);
 	assert_ptr_equal(sr_cm_link_live_qp(f->s), f->id->qp);
 
 	xp.a.cb.closed(xp.a.cb.arg, 0);
 	cm_test_expect(f->ch, RDMA_CM_EVENT_DISCONNECTED);
-	assert_int_equal(id_state(f->s), SR_CM_DISCONNECTED);
+	assert_int_equal(cm_test_state(f->s), SR_CM_DISCONNECTED);
 	assert_null(sr_cm_link_live_qp(f->s)); /* closed: no QP to disconnect */
 	cm_test_no_event(f->ch, 50);
 }
@@ -229,7 +219,7 @@ static void attach_fails(void **state)
 	assert_int_equal(sr_cm_qp_to_rts(f->s, f->id->qp), 0);
 	assert_int_equal(attach(f, true), -EIO);
 	assert_int_equal(cm_test_expect(f->ch, RDMA_CM_EVENT_CONNECT_ERROR), -EIO);
-	assert_int_equal(id_state(f->s), SR_CM_FAILED);
+	assert_int_equal(cm_test_state(f->s), SR_CM_FAILED);
 	assert_int_equal(qp_state(f->id->qp), IBV_QPS_ERR);
 	assert_null(f->s->link);
 	cm_test_expect_eof(f->peer);
@@ -245,7 +235,7 @@ static void destroy_qp_disconnects(void **state)
 	cm_test_expect(f->ch, RDMA_CM_EVENT_ESTABLISHED);
 	rdma_destroy_qp(f->id);
 	cm_test_expect(f->ch, RDMA_CM_EVENT_DISCONNECTED);
-	assert_int_equal(id_state(f->s), SR_CM_DISCONNECTED);
+	assert_int_equal(cm_test_state(f->s), SR_CM_DISCONNECTED);
 	cm_test_no_event(f->ch, 50);
 }
 

@@ -120,13 +120,6 @@ static struct rdma_cm_id *request(struct fixture *f, const char *pd)
 	return req;
 }
 
-static bool stream_owned(void *arg)
-{
-	struct sr_cm_conn *c = to_sr_id(arg)->conn;
-
-	return c && c->phase == SR_CONN_STREAM && c->ops->io == sr_cm_stream_io;
-}
-
 /* Accept: a Reply with our private data, ESTABLISHED, the stream is stream.c's. */
 static void request_then_accept(void **state)
 {
@@ -145,7 +138,7 @@ static void request_then_accept(void **state)
 	assert_int_equal(pd_len, 3);
 	assert_memory_equal(pd, "yes", 3);
 	cm_test_expect(f->ch, RDMA_CM_EVENT_ESTABLISHED);
-	cm_test_wait_locked(stream_owned, req);
+	cm_test_wait_locked(cm_test_stream_owned, req);
 	shutdown(f->cli, SHUT_WR);
 	cm_test_expect(f->ch, RDMA_CM_EVENT_DISCONNECTED);
 	assert_int_equal(rdma_destroy_id(req), 0);
