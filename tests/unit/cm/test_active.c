@@ -17,7 +17,7 @@
 #include "cm_test.h"
 
 /* The Reply deadline of this test (SOFTRDMA_ACCEPT_TIMEOUT_MS). */
-#define REPLY_DEADLINE_MS "1500"
+#define REPLY_DEADLINE_MS "3000"
 
 struct fixture {
 	struct rdma_event_channel *ch;
