@@ -280,11 +280,6 @@ void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events)
 	pthread_mutex_unlock(&sr_cm_lock);
 }
 
-unsigned int sr_cm_accept_timeout_ms(void)
-{
-	return sr_config_ms("SOFTRDMA_ACCEPT_TIMEOUT_MS", SR_CM_ACCEPT_TIMEOUT_MS);
-}
-
 void sr_cm_active_timeout(struct sr_cm_conn *c)
 {
 	pthread_mutex_lock(&sr_cm_lock);
@@ -302,6 +297,12 @@ void sr_cm_active_timeout(struct sr_cm_conn *c)
 		return;
 	sr_cm_active_fail(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
 }
+
+/* What our connections call of us (conn.c). */
+static const struct sr_cm_conn_ops sr_cm_active_ops = {
+	.io = sr_cm_active_io,
+	.timeout = sr_cm_active_timeout,
+};
 
 /*
  * Right after connect() (lock held, c not yet on the engine): on loopback, and wherever the
@@ -372,7 +373,7 @@ SR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 		s->req.p2p = false;
 		s->req.rtr = 0;
 	}
-	c = sr_cm_conn_new(s->fd);
+	c = sr_cm_conn_new(s->fd, &sr_cm_active_ops);
 	if (!c) {
 		pthread_mutex_unlock(&sr_cm_lock);
 		return sr_cm_fail(ENOMEM);

@@ -13,7 +13,15 @@
 #include "common/sr_log.h"
 #include "netdev/sr_route.h"
 
-int sr_cm_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr, bool active)
+/* Whether binding to addr picks a device (a specific address; wildcard and loopback wait,
+ * as in the kernel CM). */
+static bool sr_cm_bind_picks_dev(const struct sockaddr *addr)
+{
+	return !sr_addr_is_any(addr) && !sr_addr_is_loopback(addr);
+}
+
+int sr_cm_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr, bool active,
+		      struct sr_cm_dev *dev)
 {
 	int err;
 
@@ -32,44 +40,61 @@ int sr_cm_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr, bool act
 		sr_warn("no rtnetlink subscription: address changes will go unnoticed");
 	sr_cm_state_set(id, SR_CM_BOUND);
 
-	/* A specific address picks its device now; wildcard and loopback wait (kernel CM). */
-	if (!id->dev && !sr_addr_is_any(addr) && !sr_addr_is_loopback(addr)) {
-		struct sr_cm_dev *dev = sr_cm_dev_for_local(addr);
-
-		if (dev)
-			sr_cm_id_set_dev(id, dev);
-		else
-			sr_warn("no device for a bound address (errno %d)", errno);
-	}
+	/* A specific address picks its device now (the caller found it). */
+	if (!id->dev && dev)
+		sr_cm_id_set_dev(id, dev);
 	return 0;
 }
 
 SR_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
+	struct sr_cm_dev *dev = NULL;
+	int err, dev_err = 0;
 	struct sr_cm_id *s;
-	int err;
 
 	if (!id || !addr)
 		return sr_cm_fail(EINVAL);
 	if (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)
 		return sr_cm_fail(EAFNOSUPPORT);
 	s = to_sr_id(id);
+	/* the device is opened without the CM lock (devices.c) */
+	if (sr_cm_bind_picks_dev(addr)) {
+		dev = sr_cm_dev_for_local(addr);
+		dev_err = errno;
+	}
 	pthread_mutex_lock(&sr_cm_lock);
-	err = s->state == SR_CM_IDLE ? sr_cm_bind_locked(s, addr, false) : -EINVAL;
+	err = s->state == SR_CM_IDLE ? sr_cm_bind_locked(s, addr, false, dev) : -EINVAL;
+	if (!err && !s->dev && sr_cm_bind_picks_dev(addr))
+		sr_warn("no device for a bound address (errno %d)", dev_err);
 	pthread_mutex_unlock(&sr_cm_lock);
 	return err ? sr_cm_fail(-err) : 0;
+}
+
+/*
+ * Whether rdma_resolve_addr is to let the CM lock go and open the device of ifindex (not open
+ * yet, not tried already: a device that failed to open counts as none, as before).
+ */
+static bool sr_cm_open_first(int ifindex, int *open_if, const int *tried, int ntried)
+{
+	if (ifindex <= 0 || ntried >= 2 || sr_cm_dev_find(ifindex))
+		return false;
+	for (int i = 0; i < ntried; i++)
+		if (tried[i] == ifindex)
+			return false;
+	*open_if = ifindex;
+	return true;
 }
 
 SR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 				struct sockaddr *dst_addr, int timeout_ms)
 {
+	int err, src_if, open_if = 0, tried[2], ntried = 0, dev_err = 0;
+	struct sr_cm_dev *dev, *src_dev;
 	const struct sockaddr *bound;
 	struct sockaddr_storage src;
-	struct sr_cm_dev *dev;
 	struct sr_route rt;
 	struct sr_cm_id *s;
-	bool sync;
-	int err;
+	bool sync, idle;
 
 	if (sr_cm_id_inherited(id))
 		return sr_cm_fail(EIO); /* the parent's id (fork) */
@@ -80,9 +105,11 @@ SR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 	s = to_sr_id(id);
 	bound = &id->route.addr.src_addr;
 
+again:
 	pthread_mutex_lock(&sr_cm_lock);
 	sync = s->sync;
-	if (s->state == SR_CM_IDLE) {
+	idle = s->state == SR_CM_IDLE;
+	if (idle) {
 		if (src_addr && src_addr->sa_family != dst_addr->sa_family) {
 			err = -EINVAL;
 			goto out;
@@ -100,12 +127,6 @@ SR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 		else
 			src = rt.src;
 		sr_addr_set_port((struct sockaddr *)&src, src_addr ? sr_addr_port(src_addr) : 0);
-		sr_addr_store(&id->route.addr.dst_storage, dst_addr);
-		err = sr_cm_bind_locked(s, (struct sockaddr *)&src, true);
-		if (err) {
-			memset(&id->route.addr.dst_storage, 0, sizeof(id->route.addr.dst_storage));
-			goto out;
-		}
 	} else if (s->state == SR_CM_BOUND) {
 		if (bound->sa_family != dst_addr->sa_family) {
 			err = -EINVAL;
@@ -114,21 +135,48 @@ SR_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 		err = sr_route_lookup(dst_addr, sr_addr_is_any(bound) ? NULL : bound, 0, &rt);
 		if (err)
 			goto out;
-		if (sr_addr_is_any(bound)) {
-			/* report the source the kernel will use, with our port */
-			uint16_t port = sr_addr_port(bound);
-
-			sr_addr_store(&id->route.addr.src_storage, (struct sockaddr *)&rt.src);
-			sr_addr_set_port(&id->route.addr.src_addr, port);
-		}
 	} else {
 		err = -EINVAL;
 		goto out;
 	}
 
+	/*
+	 * The device this takes: the implicit bind's source address's, else the egress
+	 * interface's. One not open yet is opened without the CM lock (devices.c), and all of
+	 * the above is looked at again: nothing has changed yet.
+	 */
+	src_dev = NULL;
+	if (idle && sr_cm_bind_picks_dev((struct sockaddr *)&src)) {
+		src_if = sr_cm_dev_ifindex_for_local((struct sockaddr *)&src);
+		if (src_if <= 0)
+			dev_err = errno;
+		src_dev = src_if > 0 ? sr_cm_dev_find(src_if) : NULL;
+		if (!src_dev && sr_cm_open_first(src_if, &open_if, tried, ntried))
+			goto open_first;
+	}
+	if (!s->dev && !src_dev && sr_cm_open_first(rt.dev_ifindex, &open_if, tried, ntried))
+		goto open_first;
+
+	if (idle) {
+		sr_addr_store(&id->route.addr.dst_storage, dst_addr);
+		err = sr_cm_bind_locked(s, (struct sockaddr *)&src, true, src_dev);
+		if (err) {
+			memset(&id->route.addr.dst_storage, 0, sizeof(id->route.addr.dst_storage));
+			goto out;
+		}
+		if (!s->dev && sr_cm_bind_picks_dev((struct sockaddr *)&src))
+			sr_warn("no device for a bound address (errno %d)", dev_err);
+	} else if (sr_addr_is_any(bound)) {
+		/* report the source the kernel will use, with our port */
+		uint16_t port = sr_addr_port(bound);
+
+		sr_addr_store(&id->route.addr.src_storage, (struct sockaddr *)&rt.src);
+		sr_addr_set_port(&id->route.addr.src_addr, port);
+	}
+
 	sr_addr_store(&id->route.addr.dst_storage, dst_addr);
 	if (!s->dev) {
-		dev = sr_cm_dev_by_ifindex(rt.dev_ifindex);
+		dev = sr_cm_dev_find(rt.dev_ifindex);
 		if (!dev) {
 			/* no RDMA device behind the egress interface: the kernel's -ENODEV */
 			sr_cm_post(s, RDMA_CM_EVENT_ADDR_ERROR, -ENODEV, NULL);
@@ -158,6 +206,12 @@ done:
 	pthread_mutex_unlock(&sr_cm_lock);
 	/* an async id may be gone already: its event can be fetched and the id destroyed */
 	return sync ? sr_cm_sync_wait(s) : 0;
+open_first:
+	pthread_mutex_unlock(&sr_cm_lock);
+	if (!sr_cm_dev_by_ifindex(open_if))
+		dev_err = errno;
+	tried[ntried++] = open_if;
+	goto again;
 out:
 	pthread_mutex_unlock(&sr_cm_lock);
 	return sr_cm_fail(-err);

@@ -18,9 +18,6 @@
  */
 extern pthread_mutex_t sr_cm_lock;
 extern pthread_cond_t sr_cm_cond;
-/* fork() child: forget the parent's device contexts (devices.c) and link watch (netwatch.c). */
-void sr_cm_devices_fork_child(void);
-void sr_cm_netwatch_fork_child(void);
 
 /* Every id from rdma_create_id (and every request id) until it is destroyed. */
 extern struct sr_list sr_cm_ids;

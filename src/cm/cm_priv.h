@@ -85,6 +85,7 @@
  * normally fires first: UNREACHABLE); one that still waits gets an MPA Reject.
  */
 #define SR_CM_ACCEPT_TIMEOUT_MS SR_DEFAULT_ACCEPT_TIMEOUT_MS
+/* SOFTRDMA_ACCEPT_TIMEOUT_MS, else SR_CM_ACCEPT_TIMEOUT_MS (conn.c: both sides arm it). */
 unsigned int sr_cm_accept_timeout_ms(void);
 /* A QP-less stream we shut down waits this long for the peer's FIN. */
 #define SR_CM_DISCONNECT_TIMEOUT_MS 3000
@@ -128,6 +129,14 @@ struct sr_cm_dev *sr_cm_dev_by_ifindex(int ifindex);
 struct sr_cm_dev *sr_cm_dev_by_verbs(struct ibv_context *verbs);
 /* Device serving a local address (owner interface, else the route's); NULL + errno. */
 struct sr_cm_dev *sr_cm_dev_for_local(const struct sockaddr *sa);
+/*
+ * The two above open a device they have not opened yet (ibv_open_device), which must not
+ * happen under sr_cm_lock (devices.c says why). Under the lock: the interface serving a
+ * local address (> 0; else 0 with errno), and the device of an interface if it is open
+ * already (NULL otherwise: open it unlocked with sr_cm_dev_by_ifindex, then look again).
+ */
+int sr_cm_dev_ifindex_for_local(const struct sockaddr *sa);
+struct sr_cm_dev *sr_cm_dev_find(int ifindex);
 /* Default PD of the device, counted; put releases it when the last user goes. */
 struct ibv_pd *sr_cm_dev_get_pd(struct sr_cm_dev *dev);
 void sr_cm_dev_put_pd(struct sr_cm_dev *dev);
@@ -331,8 +340,8 @@ struct sr_cm_id *sr_cm_id_new_locked(struct sr_cm_channel *chan, void *context,
 /* Keep the id alive across an unlocked stretch (hold: lock held; unhold takes it). */
 void sr_cm_id_hold(struct sr_cm_id *id);
 void sr_cm_id_unhold(struct sr_cm_id *id);
-/* Free a request id nobody has seen (listener gone, request failed); lock NOT held. */
-void sr_cm_id_free_unseen(struct sr_cm_id *id);
+/* Last step of every id's life, once nothing refers to it (lock NOT held). */
+void sr_cm_id_release(struct sr_cm_id *id);
 /* Bind the id to a device: id.verbs, id.port_num (sr_cm_lock held). */
 void sr_cm_id_set_dev(struct sr_cm_id *id, struct sr_cm_dev *dev);
 const char *sr_cm_state_str(enum sr_cm_state s);
@@ -344,10 +353,12 @@ void sr_cm_state_set(struct sr_cm_id *id, enum sr_cm_state to);
 
 /*
  * Bind id to addr: rdma_resolve_addr's implicit bind when active (route.addr.dst set), else
- * an explicit one. Creates the TCP socket and picks the device of a specific address.
- * Returns 0 or a negative errno. sr_cm_lock held.
+ * an explicit one. Creates the TCP socket; dev is the device of a specific address, found
+ * by the caller (NULL: wildcard, loopback, or none). Returns 0 or a negative errno.
+ * sr_cm_lock held.
  */
-int sr_cm_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr, bool active);
+int sr_cm_bind_locked(struct sr_cm_id *id, const struct sockaddr *addr, bool active,
+		      struct sr_cm_dev *dev);
 
 /*
  * resolve.c (lock held): wait for the next hop nh on ifindex to become valid, at most
@@ -358,18 +369,20 @@ int sr_cm_resolve_nexthop_locked(struct sr_cm_id *id, int ifindex, const struct 
 				 int timeout_ms);
 /* Stop the id's wait, if any, without an event (destroy). */
 void sr_cm_resolve_cancel_locked(struct sr_cm_id *id);
-struct sr_neigh;
-/* A neighbour update: finishes the waits for that next hop once valid or failed. */
-void sr_cm_resolve_neigh_locked(const struct sr_neigh *n);
-/* Updates were lost: ask the kernel about every next hop still awaited. */
-void sr_cm_resolve_recheck_locked(void);
 
 /*
  * netwatch.c: the CM's one rtnetlink subscription on librdmacm's engine, opened on first
- * use (lock held; 0 or a negative errno). It feeds resolve.c and raises ADDR_CHANGE and
- * DEVICE_REMOVAL.
+ * use (lock held; 0 or a negative errno). It raises ADDR_CHANGE and DEVICE_REMOVAL itself
+ * and passes neighbour news up to whoever registered for them (resolve.c's next-hop
+ * waits), lock held: neigh for each neighbour update, lost when updates were lost.
  */
 int sr_cm_netwatch_start_locked(void);
+struct sr_neigh;
+struct sr_cm_neigh_watcher {
+	void (*neigh)(const struct sr_neigh *n);
+	void (*lost)(void);
+};
+void sr_cm_netwatch_set_watcher_locked(const struct sr_cm_neigh_watcher *w);
 
 /* --------------------------------------------------------- port space -- */
 
@@ -397,6 +410,8 @@ int sr_cm_port_rule_explicit(const struct sockaddr *a, bool a_reuse, bool a_afon
 			     const struct sockaddr *b, bool b_reuse, bool b_afonly);
 bool sr_cm_port_rule_unique(const struct sockaddr *src_a, const struct sockaddr *dst_a,
 			    const struct sockaddr *src_b, const struct sockaddr *dst_b);
+/* Apply the id's TOS and ACK timeout (options.c) to a socket of its (lock held). */
+void sr_cm_apply_sockopts(const struct sr_cm_id *id, int fd);
 
 /* --------------------------------------------------------- connections -- */
 
@@ -419,9 +434,25 @@ enum sr_cm_conn_tail {
 	SR_CONN_TAIL_BYTES,             /* ... saw the peer speaking out of turn */
 };
 
+struct sr_cm_conn;
+
+/*
+ * What a connection calls of its owner: the side that runs it (active.c, passive.c) and,
+ * for a QP-less connection after the handshake, stream.c. The owner sets it (under
+ * sr_cm_lock once the connection is on the engine); conn.c calls it on the engine thread,
+ * without the lock, for a connection not yet claimed. Neither may be NULL.
+ */
+struct sr_cm_conn_ops {
+	/* the socket has events (EPOLL*) */
+	void (*io)(struct sr_cm_conn *c, uint32_t events);
+	/* the deadline armed with sr_cm_conn_arm_timer passed */
+	void (*timeout)(struct sr_cm_conn *c);
+};
+
 struct sr_cm_conn {
 	struct sr_engine_handler sock;  /* .fd: the TCP socket */
 	struct sr_engine_timer timer;   /* handshake / disconnect timeout */
+	const struct sr_cm_conn_ops *ops; /* the owner's */
 	enum sr_cm_conn_phase phase;
 	bool dead;                      /* claimed for teardown */
 	struct sr_cm_id *id;            /* owner, once there is one */
@@ -440,14 +471,18 @@ struct sr_cm_conn {
 bool sr_cm_conn_phase_legal(enum sr_cm_conn_phase from, enum sr_cm_conn_phase to);
 void sr_cm_conn_phase_set(struct sr_cm_conn *c, enum sr_cm_conn_phase to);
 
-/* conn.c: the connection object */
-struct sr_cm_conn *sr_cm_conn_new(int fd);
+/* conn.c: the connection object (the layer above the id; it calls its owner via ops) */
+struct sr_cm_conn *sr_cm_conn_new(int fd, const struct sr_cm_conn_ops *ops);
 /*
- * (Re)arm c's deadline ms from now; at expiry the engine thread calls the phase's timeout
- * handler. All connections share one timerfd: a connection costs the process exactly its
- * socket. Any thread, sr_cm_lock held or not. Returns 0 or a negative errno.
+ * (Re)arm c's deadline ms from now; at expiry the engine thread calls ops->timeout. All
+ * connections share one timerfd: a connection costs the process exactly its socket. Any
+ * thread, sr_cm_lock held or not. Returns 0 or a negative errno.
  */
 int sr_cm_conn_arm_timer(struct sr_cm_conn *c, unsigned int ms);
+/* A passive handshake joins its listener's list (lock held). */
+void sr_cm_conn_join_listener(struct sr_cm_conn *c, struct sr_cm_id *listener);
+/* The handshake leaves its listener for the request id, its owner from now on (lock held). */
+void sr_cm_conn_hand_over(struct sr_cm_conn *c, struct sr_cm_id *id);
 /* Claim c (sr_cm_lock held): marks it dead and unlinks it. Returns false if already dead. */
 bool sr_cm_conn_claim(struct sr_cm_conn *c);
 /*
@@ -472,6 +507,8 @@ int sr_cm_conn_parse(struct sr_cm_conn *c, struct sr_mpa_params *p, const uint8_
 		     size_t *ulp_len);
 /* Send a small frame on a non-blocking socket, all of it or an error. */
 int sr_cm_send_frame(int fd, const uint8_t *buf, size_t len);
+/* Send a rejecting Reply answering the Request peer (best effort). */
+void sr_cm_send_reject(int fd, const struct sr_mpa_params *peer, const void *pd, size_t len);
 
 /* conn.c: MPA parameters */
 /* Our MPA wishes from a connect/accept conn_param (NULL: device maxima / peer's asks). */
@@ -486,19 +523,22 @@ static inline size_t sr_cm_pd_max(bool enhanced)
 	return enhanced ? SR_MPA_ULP_PD_MAX_V2 : 255;
 }
 
-/* qp.c: QP moves, lock NOT held */
-/* RTR then RTS with the negotiated IRD/ORD (rdma_init_qp_attr). */
+/* link.c: the QP side of a connection (above conn.c) */
+/*
+ * rdma_init_qp_attr's answer for the id (takes sr_cm_lock): the attributes for
+ * qp_attr->qp_state from the negotiated connection. 0 or a positive errno.
+ */
+int sr_cm_qp_attr(struct sr_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask);
+/* QP moves, lock NOT held: RTR then RTS with the negotiated IRD/ORD; to ERR (NULL: none). */
 int sr_cm_qp_to_rts(struct sr_cm_id *id, struct ibv_qp *qp);
 void sr_cm_qp_to_err(struct ibv_qp *qp);
-
-/* link.c: the stream's hand-over and end */
 /*
- * Give the stream to its QP (qp != NULL) or keep it as a QP-less stream; report
- * ESTABLISHED when report_est. Lock NOT held, id held; id must own conn. Returns 0 or a
- * negative errno (the conn is then torn down and the id FAILED).
+ * Give the stream to its QP's transport (priv_ops->attach); report ESTABLISHED when
+ * report_est. Lock NOT held, id held; id must own conn. Returns 0 or a negative errno (the
+ * conn is then torn down and the id FAILED).
  */
-int sr_cm_start_stream(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
-		       bool report_est, const struct sr_cm_evparam *est);
+int sr_cm_link_attach(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
+		      bool report_est, const struct sr_cm_evparam *est);
 /* The transport's closed callback. */
 void sr_cm_link_closed(void *arg, int err);
 /* A connection's end (lock held): DISCONNECTED, once. */
@@ -510,27 +550,30 @@ void sr_cm_link_destroy_qp(struct sr_cm_id *id, struct ibv_qp *qp);
 /* The attached QP if it still exists (lock NOT held, id held). */
 struct ibv_qp *sr_cm_link_live_qp(struct sr_cm_id *id);
 
-/* stream.c: a QP-less connection's socket */
+/* stream.c: the established connection, an owner of QP-less connections (above link.c) */
+/*
+ * Give the stream to its QP (qp != NULL, sr_cm_link_attach) or keep it as a QP-less stream
+ * the CM watches; report ESTABLISHED when report_est. As sr_cm_link_attach.
+ */
+int sr_cm_start_stream(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
+		       bool report_est, const struct sr_cm_evparam *est);
 void sr_cm_stream_io(struct sr_cm_conn *c, uint32_t events);
 void sr_cm_stream_timeout(struct sr_cm_conn *c);
 /* Our disconnect: send our FIN, give the peer's a while (lock held). */
 int sr_cm_stream_shutdown(struct sr_cm_conn *c);
 
-/* passive.c */
+/* passive.c (above stream.c, addr.c) */
 /* Listener teardown (lock held): claims its handshakes onto *claimed (via conn->node). */
 void sr_cm_listen_stop(struct sr_cm_id *id, struct sr_list *claimed);
-/* Send a rejecting Reply answering the Request peer (best effort). */
-void sr_cm_send_reject(int fd, const struct sr_mpa_params *peer, const void *pd, size_t len);
+/* Free a request id nobody has seen (listener gone, request failed); lock NOT held. */
+void sr_cm_id_free_unseen(struct sr_cm_id *id);
+/* Its connections' owner (sr_cm_conn_ops), for tests: */
 void sr_cm_passive_io(struct sr_cm_conn *c, uint32_t events);
+/* the Request's deadline, or (held) the application's answer's */
 void sr_cm_passive_timeout(struct sr_cm_conn *c);
-/* A request held for the application reached sr_cm_accept_timeout_ms() (engine). */
-void sr_cm_passive_held_timeout(struct sr_cm_conn *c);
 
-/* active.c */
+/* active.c (above stream.c); its connections' owner (sr_cm_conn_ops), for tests: */
 void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events);
 void sr_cm_active_timeout(struct sr_cm_conn *c);
-
-/* options.c: apply the id's TOS and ACK timeout to a socket of its (lock held) */
-void sr_cm_apply_sockopts(const struct sr_cm_id *id, int fd);
 
 #endif

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * A connection's socket while the CM owns it (struct sr_cm_conn): engine registration and
- * dispatch by phase, its deadline (an engine timer), its graceful close, frame I/O and MPA
- * parameters. The QP moves around the handshake are qp.c's, the hand-over to the transport
- * link.c, the QP-less stream's end stream.c.
+ * A connection's socket while the CM owns it (struct sr_cm_conn): engine registration, its
+ * deadline (an engine timer), its graceful close, frame I/O and MPA parameters. Its events
+ * go to its owner through the ops table the owner set (struct sr_cm_conn_ops: active.c,
+ * passive.c, stream.c), never by name: this file calls no CM file above the id. The QP
+ * moves and the hand-over to the transport are link.c's, the QP-less stream's end stream.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,75 +20,38 @@
 
 /* ---------------------------------------------------------- dispatch -- */
 
-/* The connection's phase, read under the CM lock; false once it is dead. */
-static bool sr_cm_conn_live_phase(struct sr_cm_conn *c, enum sr_cm_conn_phase *phase)
+/* The owner's ops, read under the CM lock; NULL once the connection is dead. */
+static const struct sr_cm_conn_ops *sr_cm_conn_live_ops(struct sr_cm_conn *c)
 {
-	bool live;
+	const struct sr_cm_conn_ops *ops;
 
 	pthread_mutex_lock(&sr_cm_lock);
-	*phase = c->phase;
-	live = !c->dead;
+	ops = c->dead ? NULL : c->ops;
 	pthread_mutex_unlock(&sr_cm_lock);
-	return live;
+	return ops;
 }
 
 static void sr_cm_conn_sock_cb(struct sr_engine_handler *h, uint32_t events)
 {
 	struct sr_cm_conn *c = sr_container_of(h, struct sr_cm_conn, sock);
-	enum sr_cm_conn_phase phase;
+	const struct sr_cm_conn_ops *ops = sr_cm_conn_live_ops(c);
 
-	if (!sr_cm_conn_live_phase(c, &phase))
-		return;
-	switch (phase) {
-	case SR_CONN_TCP_CONNECT:
-	case SR_CONN_SEND_REQ:
-	case SR_CONN_READ_REPLY:
-		sr_cm_active_io(c, events);
-		break;
-	case SR_CONN_READ_REQ:
-		sr_cm_passive_io(c, events);
-		break;
-	case SR_CONN_STREAM:
-	case SR_CONN_STREAM_SHUT:
-		sr_cm_stream_io(c, events);
-		break;
-	case SR_CONN_NEW:  /* not on the engine yet */
-	case SR_CONN_HELD:
-		break;
-	}
+	if (ops)
+		ops->io(c, events);
 }
 
 static void sr_cm_conn_timer_cb(struct sr_engine_timer *t)
 {
 	struct sr_cm_conn *c = sr_container_of(t, struct sr_cm_conn, timer);
-	enum sr_cm_conn_phase phase;
+	const struct sr_cm_conn_ops *ops = sr_cm_conn_live_ops(c);
 
-	if (!sr_cm_conn_live_phase(c, &phase))
-		return;
-	switch (phase) {
-	case SR_CONN_TCP_CONNECT:
-	case SR_CONN_SEND_REQ:
-	case SR_CONN_READ_REPLY:
-		sr_cm_active_timeout(c);
-		break;
-	case SR_CONN_READ_REQ:
-		sr_cm_passive_timeout(c);
-		break;
-	case SR_CONN_STREAM:
-	case SR_CONN_STREAM_SHUT:
-		sr_cm_stream_timeout(c);
-		break;
-	case SR_CONN_HELD:
-		sr_cm_passive_held_timeout(c); /* only a held request arms one */
-		break;
-	case SR_CONN_NEW: /* no deadline yet */
-		break;
-	}
+	if (ops)
+		ops->timeout(c);
 }
 
 /* ------------------------------------------------------------ object -- */
 
-struct sr_cm_conn *sr_cm_conn_new(int fd)
+struct sr_cm_conn *sr_cm_conn_new(int fd, const struct sr_cm_conn_ops *ops)
 {
 	struct sr_cm_conn *c = calloc(1, sizeof(*c));
 
@@ -96,14 +60,43 @@ struct sr_cm_conn *sr_cm_conn_new(int fd)
 	c->sock.fd = fd;
 	c->sock.cb = sr_cm_conn_sock_cb;
 	c->timer.cb = sr_cm_conn_timer_cb;
+	c->ops = ops;
 	sr_list_init(&c->node);
 	return c;
+}
+
+unsigned int sr_cm_accept_timeout_ms(void)
+{
+	return sr_config_ms("SOFTRDMA_ACCEPT_TIMEOUT_MS", SR_CM_ACCEPT_TIMEOUT_MS);
 }
 
 int sr_cm_conn_arm_timer(struct sr_cm_conn *c, unsigned int ms)
 {
 	/* an engine timer, not a timerfd: no descriptor and no system call per handshake */
 	return sr_engine_timer_arm(&c->timer, ms);
+}
+
+void sr_cm_conn_join_listener(struct sr_cm_conn *c, struct sr_cm_id *listener)
+{
+	c->listener = listener;
+	sr_list_add_tail(&listener->hs_list, &c->node);
+	listener->handshakes++;
+}
+
+static void sr_cm_conn_leave_listener(struct sr_cm_conn *c)
+{
+	if (!c->listener)
+		return;
+	sr_list_del(&c->node);
+	c->listener->handshakes--;
+	c->listener = NULL;
+}
+
+void sr_cm_conn_hand_over(struct sr_cm_conn *c, struct sr_cm_id *id)
+{
+	sr_cm_conn_leave_listener(c);
+	c->id = id;
+	id->conn = c;
 }
 
 bool sr_cm_conn_claim(struct sr_cm_conn *c)
@@ -113,11 +106,7 @@ bool sr_cm_conn_claim(struct sr_cm_conn *c)
 	c->dead = true;
 	if (c->id && c->id->conn == c)
 		c->id->conn = NULL;
-	if (c->listener) {
-		sr_list_del(&c->node);
-		c->listener->handshakes--;
-		c->listener = NULL;
-	}
+	sr_cm_conn_leave_listener(c);
 	return true;
 }
 
@@ -377,6 +366,22 @@ int sr_cm_send_frame(int fd, const uint8_t *buf, size_t len)
 			return n < 0 ? -errno : -EIO;
 	}
 	return 0;
+}
+
+void sr_cm_send_reject(int fd, const struct sr_mpa_params *peer, const void *pd, size_t len)
+{
+	struct sr_mpa_params rep = {
+		.is_reply = true,
+		.rev = peer->rev ? peer->rev : SR_MPA_REV1,
+		.crc = peer->crc,
+		.reject = true,
+	};
+	uint8_t frame[SR_MPA_FRAME_MAX];
+	ssize_t n;
+
+	n = sr_mpa_build_frame(frame, sizeof(frame), &rep, len ? pd : NULL, len);
+	if (n > 0)
+		sr_cm_send_frame(fd, frame, (size_t)n);
 }
 
 /* ------------------------------------------------------ MPA parameters -- */

@@ -33,8 +33,9 @@ pthread_cond_t sr_cm_cond = PTHREAD_COND_INITIALIZER;
 
 /*
  * fork() (docs/ARCHITECTURE.md, "fork()"): the CM lock is held across the fork (so no
- * thread of the parent holds it in the child's copy), and the child forgets the parent's
- * devices and link watch: their contexts and sockets belong to the parent's engines. Ids
+ * thread of the parent holds it in the child's copy). The child forgets the parent's
+ * devices and link watch too (devices.c, netwatch.c register that themselves: the core
+ * calls no CM file): their contexts and sockets belong to the parent's engines. Ids
  * and channels stay in memory, inherited (sr_cm_chan_inherited), off the id list.
  */
 static void sr_cm_fork_prepare(void)
@@ -59,8 +60,6 @@ static void sr_cm_fork_child(void)
 	/* The parent's ids leave the list: nothing of the child's (a link change its link
 	 * watch reports) walks them and queues events on the parent's channels. */
 	sr_list_init(&sr_cm_ids);
-	sr_cm_devices_fork_child();
-	sr_cm_netwatch_fork_child();
 }
 
 __attribute__((constructor)) static void sr_cm_fork_register(void)

@@ -13,7 +13,18 @@
 #include "netdev/sr_route.h"
 #include "verbs/sr_verbs.h"
 
-/* Lock order: sr_cm_lock, then sr_cm_dev_lock. */
+/*
+ * Opening a device (sr_cm_dev_by_ifindex: ibv_get_device_list, ibv_open_device,
+ * ibv_query_device) never happens under sr_cm_lock. ibv_open_device starts libibverbs'
+ * rtnetlink device monitor on libibverbs' engine and takes libibverbs' device registry
+ * lock, and that engine's thread is the one that calls back into the CM with the CM lock
+ * (sr_cm_link_closed); the listing reads sysfs and asks rtnetlink. Under the CM lock every
+ * other CM call of the process would wait for all that, and the two libraries' locks would
+ * be ordered. Callers holding the lock look with sr_cm_dev_find (opened devices only) and
+ * let the lock go to open one (passive.c, addr.c).
+ *
+ * Lock order: sr_cm_lock, then sr_cm_dev_lock.
+ */
 static pthread_mutex_t sr_cm_dev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sr_cm_dev *sr_cm_devs;
 
@@ -38,7 +49,7 @@ int sr_cm_init(void)
 	return sr_cm_init_err;
 }
 
-void sr_cm_devices_fork_child(void)
+static void sr_cm_devices_fork_child(void)
 {
 	/* Contexts of the parent's engine: left open (closing would touch their engine
 	 * state); the child opens its own on first use. */
@@ -60,6 +71,16 @@ static struct sr_cm_dev *sr_cm_dev_find_locked(int ifindex)
 	return NULL;
 }
 
+struct sr_cm_dev *sr_cm_dev_find(int ifindex)
+{
+	struct sr_cm_dev *d;
+
+	pthread_mutex_lock(&sr_cm_dev_lock);
+	d = sr_cm_dev_find_locked(ifindex);
+	pthread_mutex_unlock(&sr_cm_dev_lock);
+	return d;
+}
+
 struct sr_cm_dev *sr_cm_dev_by_ifindex(int ifindex)
 {
 	struct ibv_device **list;
@@ -68,9 +89,7 @@ struct sr_cm_dev *sr_cm_dev_by_ifindex(int ifindex)
 	struct sr_cm_dev *d;
 	int n = 0, err;
 
-	pthread_mutex_lock(&sr_cm_dev_lock);
-	d = sr_cm_dev_find_locked(ifindex);
-	pthread_mutex_unlock(&sr_cm_dev_lock);
+	d = sr_cm_dev_find(ifindex);
 	if (d)
 		return d;
 
@@ -132,7 +151,7 @@ struct sr_cm_dev *sr_cm_dev_by_verbs(struct ibv_context *verbs)
 	return d;
 }
 
-struct sr_cm_dev *sr_cm_dev_for_local(const struct sockaddr *sa)
+int sr_cm_dev_ifindex_for_local(const struct sockaddr *sa)
 {
 	struct sockaddr_storage a;
 	struct sr_route rt;
@@ -144,18 +163,25 @@ struct sr_cm_dev *sr_cm_dev_for_local(const struct sockaddr *sa)
 	 * (LOOPBACK_IFINDEX): no address dump per accepted connection on 127.0.0.1.
 	 */
 	if (sr_addr_is_loopback((struct sockaddr *)&a))
-		return sr_cm_dev_by_ifindex(SR_LOOPBACK_IFINDEX);
+		return SR_LOOPBACK_IFINDEX;
 	ifindex = sr_addr_owner((struct sockaddr *)&a);
 	if (ifindex <= 0) {
 		/* 127.0.0.2 and friends: owned by no interface, routed to lo */
 		err = sr_route_lookup((struct sockaddr *)&a, NULL, 0, &rt);
 		if (err) {
 			errno = -err;
-			return NULL;
+			return 0;
 		}
 		ifindex = rt.dev_ifindex;
 	}
-	return sr_cm_dev_by_ifindex(ifindex);
+	return ifindex;
+}
+
+struct sr_cm_dev *sr_cm_dev_for_local(const struct sockaddr *sa)
+{
+	int ifindex = sr_cm_dev_ifindex_for_local(sa);
+
+	return ifindex > 0 ? sr_cm_dev_by_ifindex(ifindex) : NULL;
 }
 
 struct ibv_pd *sr_cm_dev_get_pd(struct sr_cm_dev *dev)
@@ -189,6 +215,12 @@ const struct sr_priv_ops *sr_cm_priv_ops(struct ibv_context *verbs)
 		return NULL;
 	c = to_sr_ctx(verbs);
 	return c->magic == SR_CONTEXT_MAGIC ? c->priv_ops : NULL;
+}
+
+/* fork(): registered here, not in core.c, so that the core calls no CM file. */
+__attribute__((constructor)) static void sr_cm_devices_fork_register(void)
+{
+	pthread_atfork(NULL, NULL, sr_cm_devices_fork_child);
 }
 
 SR_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)

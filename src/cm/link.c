@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * The hand-over of an established stream to its QP's transport (priv_ops->attach),
- * the link that outlives the id for the transport's closed callback, and QP-less
- * connections, whose socket the CM keeps (stream.c watches it).
+ * The QP side of a connection: the attributes of its QP's moves (rdma_init_qp_attr) and the
+ * moves to RTS and to error around the handshake, the hand-over of an established stream
+ * to its QP's transport (priv_ops->attach), and the link that outlives the id for the
+ * transport's closed callback. Above the id and conn.c; QP-less connections are stream.c's.
  */
 #include <assert.h>
 #include <errno.h>
@@ -14,6 +15,114 @@
 
 #include "cm/cm_priv.h"
 #include "common/sr_log.h"
+
+/* ------------------------------------------------------- the QP moves -- */
+
+/* rdma_init_qp_attr (qp.c) for the id, under the lock. */
+int sr_cm_qp_attr(struct sr_cm_id *s, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)
+{
+	struct rdma_cm_id *id = &s->id;
+	struct sr_mpa_params rep;
+	struct sr_mpa_local loc;
+	struct sr_mpa_conn mpa;
+	bool have = true;
+	int err = 0;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	if (!id->verbs) {
+		err = EINVAL;
+		goto out;
+	}
+	/* IRD/ORD: negotiated, else what accept(NULL) / our Request would give */
+	if (s->have_mpa) {
+		mpa = s->mpa;
+	} else if (s->have_peer && s->state == SR_CM_CONN_RECV) {
+		sr_cm_local_params(s, NULL, &loc);
+		if (sr_mpa_respond(&s->peer, &loc, &rep, &mpa) < 0)
+			have = false;
+	} else if (s->state == SR_CM_CONNECTING) {
+		mpa.ird = s->req.ird;
+		mpa.ord = s->req.ord;
+	} else {
+		have = false;
+	}
+
+	switch (qp_attr->qp_state) {
+	case IBV_QPS_INIT:
+		qp_attr->pkey_index = 0;
+		qp_attr->port_num = id->port_num ? id->port_num : 1;
+		/* iWARP peers write into us even for the RTR; reads need REMOTE_READ */
+		qp_attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					   IBV_ACCESS_REMOTE_READ;
+		*qp_attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				IBV_QP_ACCESS_FLAGS;
+		break;
+	case IBV_QPS_RTR:
+		if (!have) {
+			err = EINVAL;
+			break;
+		}
+		qp_attr->max_dest_rd_atomic = (uint8_t)SR_MIN(mpa.ird, 255);
+		*qp_attr_mask = IBV_QP_STATE | IBV_QP_MAX_DEST_RD_ATOMIC;
+		break;
+	case IBV_QPS_RTS:
+		if (!have) {
+			err = EINVAL;
+			break;
+		}
+		/* The application moves a QP of its own for this connection (rping -q): the
+		 * next QP of the device it takes to RTS is the connection's. */
+		if (!id->qp) {
+			const struct sr_priv_ops *ops = sr_cm_priv_ops(id->verbs);
+
+			if (ops && ops->llp_grant)
+				ops->llp_grant(id->verbs);
+		}
+		qp_attr->max_rd_atomic = (uint8_t)SR_MIN(mpa.ord, 255);
+		qp_attr->rnr_retry = s->rnr_retry;
+		*qp_attr_mask = IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RNR_RETRY;
+		/* as the kernel CM: a set ACK_TIMEOUT becomes the QP's timeout attribute */
+		if (s->ack_timeout >= 0) {
+			qp_attr->timeout = (uint8_t)s->ack_timeout;
+			*qp_attr_mask |= IBV_QP_TIMEOUT;
+		}
+		break;
+	default:
+		err = EINVAL;
+		break;
+	}
+out:
+	pthread_mutex_unlock(&sr_cm_lock);
+	return err;
+}
+
+/* RTR then RTS with what rdma_init_qp_attr gives for the negotiated connection. */
+int sr_cm_qp_to_rts(struct sr_cm_id *id, struct ibv_qp *qp)
+{
+	const struct sr_priv_ops *ops = sr_cm_priv_ops(qp->context);
+
+	/* the connection is ours: verbs lets the QP go to RTS (verbs/qp_modify.c) */
+	if (ops && ops->llp_claim)
+		ops->llp_claim(qp);
+	for (int i = 0; i < 2; i++) {
+		struct ibv_qp_attr attr = { .qp_state = i ? IBV_QPS_RTS : IBV_QPS_RTR };
+		int mask, err = sr_cm_qp_attr(id, &attr, &mask);
+
+		if (!err)
+			err = ibv_modify_qp(qp, &attr, mask);
+		if (err)
+			return -err;
+	}
+	return 0;
+}
+
+void sr_cm_qp_to_err(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+
+	if (qp)
+		ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+}
 
 /* ------------------------------------------------------- the attachment -- */
 
@@ -167,9 +276,9 @@ struct ibv_qp *sr_cm_link_live_qp(struct sr_cm_id *id)
 	return qp;
 }
 
-/* Caller holds the id (sr_cm_id_hold) and not the lock. */
-int sr_cm_start_stream(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
-		       bool report_est, const struct sr_cm_evparam *est)
+/* Caller holds the id (sr_cm_id_hold) and not the lock; qp != NULL. */
+int sr_cm_link_attach(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
+		      bool report_est, const struct sr_cm_evparam *est)
 {
 	struct sr_xport_attach params;
 	const struct sr_priv_ops *ops;
@@ -183,25 +292,6 @@ int sr_cm_start_stream(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
 		pthread_mutex_unlock(&sr_cm_lock);
 		return -ECONNABORTED;
 	}
-	if (!qp) {
-		/* QP-less: the CM keeps the socket and watches for the stream's end */
-		sr_cm_conn_phase_set(c, SR_CONN_STREAM);
-		err = c->sock.registered ? sr_engine_mod(&c->sock, EPOLLIN | EPOLLRDHUP)
-					 : sr_engine_add(&c->sock, EPOLLIN | EPOLLRDHUP);
-		if (err) {
-			sr_cm_conn_claim(c);
-			sr_cm_state_set(id, SR_CM_FAILED);
-			pthread_mutex_unlock(&sr_cm_lock);
-			sr_cm_conn_destroy(c);
-			return err;
-		}
-		sr_cm_state_set(id, SR_CM_ESTABLISHED);
-		if (report_est)
-			sr_cm_post(id, RDMA_CM_EVENT_ESTABLISHED, 0, est);
-		pthread_mutex_unlock(&sr_cm_lock);
-		return 0;
-	}
-
 	l = calloc(1, sizeof(*l));
 	if (!l) {
 		pthread_mutex_unlock(&sr_cm_lock);

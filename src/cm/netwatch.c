@@ -2,7 +2,8 @@
 /*
  * The CM's view of host network changes: one rtnetlink subscription (neighbours, links,
  * addresses, routes; netdev/sr_netwatch.h) on librdmacm's engine thread, opened the first
- * time an id resolves an address. It finishes next-hop waits (resolve.c) and tells ids
+ * time an id resolves an address. It passes neighbour updates to the next-hop waits
+ * (resolve.c, through the watcher it registered: this file calls none above it) and tells ids
  * when what they were resolved against no longer holds:
  *
  *   RDMA_CM_EVENT_ADDR_CHANGE, a notice that changes no state (a connection whose path
@@ -33,6 +34,8 @@
 #include "netdev/sr_route.h"
 
 static struct sr_netwatch *sr_cm_nw;
+/* Who hears of neighbour updates (resolve.c's next-hop waits); under sr_cm_lock. */
+static const struct sr_cm_neigh_watcher *sr_cm_nw_watcher;
 static struct sr_engine_handler sr_cm_nw_h = { .fd = -1 };
 
 /* Ids to tell about a removed device, gathered under the lock, told after it. */
@@ -66,7 +69,8 @@ static void sr_cm_nw_neigh(const struct sr_neigh *n)
 {
 	struct sr_list *p, *q;
 
-	sr_cm_resolve_neigh_locked(n);
+	if (sr_cm_nw_watcher)
+		sr_cm_nw_watcher->neigh(n);
 	if (n->deleted || n->state != SR_NEIGH_VALID || !n->lladdr_len)
 		return;
 	sr_list_for_each_safe(p, q, &sr_cm_ids) {
@@ -192,7 +196,8 @@ static void sr_cm_nw_cb(struct sr_engine_handler *h, uint32_t events)
 	pthread_mutex_lock(&sr_cm_lock);
 	if (sr_netwatch_process(sr_cm_nw) == -ENOBUFS) {
 		/* lost updates: whatever waits for a next hop asks again, routes are re-read */
-		sr_cm_resolve_recheck_locked();
+		if (sr_cm_nw_watcher)
+			sr_cm_nw_watcher->lost();
 		sr_cm_nw_routes();
 	}
 	removed = sr_cm_nw_removed;
@@ -207,7 +212,13 @@ static void sr_cm_nw_cb(struct sr_engine_handler *h, uint32_t events)
 	free(removed.ids);
 }
 
-void sr_cm_netwatch_fork_child(void)
+void sr_cm_netwatch_set_watcher_locked(const struct sr_cm_neigh_watcher *w)
+{
+	sr_cm_assert_locked();
+	sr_cm_nw_watcher = w;
+}
+
+static void sr_cm_netwatch_fork_child(void)
 {
 	/* the parent's subscription: the child's copy of its socket goes, a new one comes
 	 * with the child's first id that needs it */
@@ -236,4 +247,10 @@ int sr_cm_netwatch_start_locked(void)
 		sr_cm_nw = NULL;
 	}
 	return err;
+}
+
+/* fork(): registered here, not in core.c, so that the core calls no CM file. */
+__attribute__((constructor)) static void sr_cm_netwatch_fork_register(void)
+{
+	pthread_atfork(NULL, NULL, sr_cm_netwatch_fork_child);
 }

@@ -40,25 +40,6 @@ static int sr_cm_ack_timeout_ms(uint8_t v)
 	return (int)((ns + 999999) / 1000000);
 }
 
-void sr_cm_apply_sockopts(const struct sr_cm_id *id, int fd)
-{
-	int domain = AF_INET;
-	socklen_t len = sizeof(domain);
-
-	if (fd < 0)
-		return;
-	if (id->tos >= 0) {
-		getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len);
-		/* best effort, as the kernel CM treats TOS: a hint for the path */
-		setsockopt(fd, IPPROTO_IP, IP_TOS, &id->tos, sizeof(id->tos));
-		if (domain == AF_INET6)
-			setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &id->tos, sizeof(id->tos));
-	}
-	if (id->user_timeout_ms >= 0)
-		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &id->user_timeout_ms,
-			   sizeof(id->user_timeout_ms));
-}
-
 /* The socket the id has right now: bound/listening, or its connection's (lock held). */
 static int sr_cm_id_sock(const struct sr_cm_id *s)
 {

@@ -19,20 +19,24 @@
 #include "common/sr_log.h"
 #include "netdev/sr_route.h"
 
-void sr_cm_send_reject(int fd, const struct sr_mpa_params *peer, const void *pd, size_t len)
+void sr_cm_id_free_unseen(struct sr_cm_id *id)
 {
-	struct sr_mpa_params rep = {
-		.is_reply = true,
-		.rev = peer->rev ? peer->rev : SR_MPA_REV1,
-		.crc = peer->crc,
-		.reject = true,
-	};
-	uint8_t frame[SR_MPA_FRAME_MAX];
-	ssize_t n;
+	struct sr_cm_conn *c = NULL;
 
-	n = sr_mpa_build_frame(frame, sizeof(frame), &rep, len ? pd : NULL, len);
-	if (n > 0)
-		sr_cm_send_frame(fd, frame, (size_t)n);
+	pthread_mutex_lock(&sr_cm_lock);
+	sr_cm_state_set(id, SR_CM_DESTROYING);
+	sr_list_del(&id->node);
+	sr_cm_port_release_locked(id);
+	c = id->conn;
+	if (c && !sr_cm_conn_claim(c))
+		c = NULL;
+	pthread_mutex_unlock(&sr_cm_lock);
+	if (c) {
+		/* the peer is told no: a destroyed listener's pending requests are rejected */
+		sr_cm_send_reject(c->sock.fd, &id->peer, NULL, 0);
+		sr_cm_conn_destroy(c);
+	}
+	sr_cm_id_release(id);
 }
 
 /* Drop a half-open connection (lock held, c live; returns unlocked). */
@@ -43,6 +47,29 @@ static void sr_cm_passive_drop(struct sr_cm_conn *c, const struct sr_mpa_params 
 	if (reject)
 		sr_cm_send_reject(c->sock.fd, reject, NULL, 0);
 	sr_cm_conn_destroy(c);
+}
+
+/*
+ * The device of an accepted connection's local address (lock held, c live). Opening a
+ * device is not done under the CM lock (devices.c): when it is not open yet, the lock is
+ * let go for the open. c stays allocated meanwhile (whoever claims it destroys it only
+ * after this callback of the listener's or of c's own returns), but may be claimed: NULL
+ * with c->dead then, and nothing else of c's or its listener's may be touched.
+ */
+static struct sr_cm_dev *sr_cm_passive_dev(struct sr_cm_conn *c, const struct sockaddr *local)
+{
+	struct sr_cm_dev *dev;
+	int ifindex = sr_cm_dev_ifindex_for_local(local);
+
+	if (ifindex <= 0)
+		return NULL;
+	dev = sr_cm_dev_find(ifindex);
+	if (dev)
+		return dev;
+	pthread_mutex_unlock(&sr_cm_lock);
+	dev = sr_cm_dev_by_ifindex(ifindex);
+	pthread_mutex_lock(&sr_cm_lock);
+	return c->dead ? NULL : dev;
 }
 
 /* A complete, well-formed Request (lock held; returns unlocked). */
@@ -81,12 +108,6 @@ static void sr_cm_passive_request(struct sr_cm_conn *c)
 		sr_cm_passive_drop(c, &req);
 		return;
 	}
-	/* iWARP: requests over the backlog are rejected (the peer's TCP is already up). */
-	if (l->queued_reqs >= (unsigned int)l->backlog) {
-		sr_dbg("listener %p: backlog %d full", (void *)l, l->backlog);
-		sr_cm_passive_drop(c, &req);
-		return;
-	}
 	/* accept4 gave the peer; a listener on a specific address is our side (one system
 	 * call less per connection), only a wildcard one needs to ask. */
 	memcpy(&peer, &c->peer, sizeof(peer));
@@ -96,9 +117,20 @@ static void sr_cm_passive_request(struct sr_cm_conn *c)
 		sr_cm_passive_drop(c, NULL);
 		return;
 	}
-	dev = sr_cm_dev_for_local((struct sockaddr *)&local);
+	dev = sr_cm_passive_dev(c, (struct sockaddr *)&local);
 	if (!dev) {
+		if (c->dead) {
+			pthread_mutex_unlock(&sr_cm_lock); /* its claimer tears it down */
+			return;
+		}
 		sr_warn("no device for an accepted connection (errno %d)", errno);
+		sr_cm_passive_drop(c, &req);
+		return;
+	}
+	l = c->listener;
+	/* iWARP: requests over the backlog are rejected (the peer's TCP is already up). */
+	if (l->queued_reqs >= (unsigned int)l->backlog) {
+		sr_dbg("listener %p: backlog %d full", (void *)l, l->backlog);
 		sr_cm_passive_drop(c, &req);
 		return;
 	}
@@ -121,11 +153,7 @@ static void sr_cm_passive_request(struct sr_cm_conn *c)
 	id->have_peer = true;
 
 	/* the socket moves from the listener to the new id; nobody reads it until accept */
-	sr_list_del(&c->node);
-	l->handshakes--;
-	c->listener = NULL;
-	c->id = id;
-	id->conn = c;
+	sr_cm_conn_hand_over(c, id);
 	sr_cm_conn_phase_set(c, SR_CONN_HELD);
 	sr_cm_conn_quiesce(c);
 	/* not for ever (an engine timer: no system call, no descriptor) */
@@ -174,7 +202,8 @@ void sr_cm_passive_io(struct sr_cm_conn *c, uint32_t events)
 		pthread_mutex_unlock(&sr_cm_lock);
 }
 
-void sr_cm_passive_timeout(struct sr_cm_conn *c)
+/* No complete Request in time (engine). */
+static void sr_cm_passive_request_timeout(struct sr_cm_conn *c)
 {
 	pthread_mutex_lock(&sr_cm_lock);
 	if (c->dead || c->phase != SR_CONN_READ_REQ) {
@@ -194,7 +223,7 @@ void sr_cm_passive_timeout(struct sr_cm_conn *c)
  * rdma_accept and rdma_reject on it then fail with ECONNRESET, as siw's do on a connection
  * that is gone, and rdma_destroy_id works as always.
  */
-void sr_cm_passive_held_timeout(struct sr_cm_conn *c)
+static void sr_cm_passive_held_timeout(struct sr_cm_conn *c)
 {
 	struct sr_mpa_params peer;
 	struct sr_cm_id *id;
@@ -216,6 +245,27 @@ void sr_cm_passive_held_timeout(struct sr_cm_conn *c)
 	peer = id->peer;
 	sr_cm_passive_drop(c, &peer); /* unlocks */
 }
+
+void sr_cm_passive_timeout(struct sr_cm_conn *c)
+{
+	enum sr_cm_conn_phase phase;
+
+	pthread_mutex_lock(&sr_cm_lock);
+	phase = c->phase;
+	pthread_mutex_unlock(&sr_cm_lock);
+	/* a request held for the application is the only thing after the Request that arms
+	 * one (an accepted QP-less stream's owner is stream.c) */
+	if (phase == SR_CONN_HELD)
+		sr_cm_passive_held_timeout(c);
+	else
+		sr_cm_passive_request_timeout(c);
+}
+
+/* What our connections call of us (conn.c). */
+static const struct sr_cm_conn_ops sr_cm_passive_ops = {
+	.io = sr_cm_passive_io,
+	.timeout = sr_cm_passive_timeout,
+};
 
 /*
  * Room for half-open handshakes (the one admission rule; each holds one descriptor, its
@@ -348,7 +398,7 @@ static void sr_cm_listen_cb(struct sr_engine_handler *h, uint32_t events)
 		c = NULL;
 		room = sr_cm_make_room_locked(l, (struct sockaddr *)&peer);
 		if (room != SR_HS_REFUSE && l->state == SR_CM_LISTEN)
-			c = sr_cm_conn_new(fd);
+			c = sr_cm_conn_new(fd, &sr_cm_passive_ops);
 		if (!c) {
 			pthread_mutex_unlock(&sr_cm_lock);
 			close(fd);
@@ -357,10 +407,8 @@ static void sr_cm_listen_cb(struct sr_engine_handler *h, uint32_t events)
 		sr_addr_store(&c->peer, (struct sockaddr *)&peer);
 		sr_cm_conn_phase_set(c, SR_CONN_READ_REQ);
 		c->len = SR_MPA_RR_HDR_LEN;
-		c->listener = l;
 		c->accepted_ns = sr_mono_ns();
-		sr_list_add_tail(&l->hs_list, &c->node);
-		l->handshakes++;
+		sr_cm_conn_join_listener(c, l);
 		/* An active side sends its Request right after its connect() (active.c), so
 		 * it is often here already: taken now, the socket never enters the epoll set
 		 * (an epoll_ctl in, one out and a wake-up less per connection). */
@@ -408,7 +456,7 @@ SR_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
 		goto out;
 	}
 	if (s->state == SR_CM_IDLE)
-		err = sr_cm_bind_locked(s, (struct sockaddr *)&any, false);
+		err = sr_cm_bind_locked(s, (struct sockaddr *)&any, false, NULL);
 	if (!err && s->state != SR_CM_BOUND)
 		err = -EINVAL;
 	if (err)

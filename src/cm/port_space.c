@@ -302,6 +302,28 @@ void sr_cm_port_release_locked(struct sr_cm_id *id)
 	id->port_kind = SR_CM_PORT_NONE;
 }
 
+/* The id's wire options (options.c) on a socket of its: every CM socket is made here, or
+ * accepted from one made here, or had them when they were set. */
+void sr_cm_apply_sockopts(const struct sr_cm_id *id, int fd)
+{
+	int domain = AF_INET;
+	socklen_t len = sizeof(domain);
+
+	if (fd < 0)
+		return;
+	if (id->tos >= 0) {
+		getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len);
+		/* best effort, as the kernel CM treats TOS: a hint for the path */
+		setsockopt(fd, IPPROTO_IP, IP_TOS, &id->tos, sizeof(id->tos));
+		if (domain == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &id->tos, sizeof(id->tos));
+	}
+	if (id->user_timeout_ms >= 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &id->user_timeout_ms,
+			   sizeof(id->user_timeout_ms));
+}
+
+
 /*
  * A non-blocking TCP socket with the id's options, bound to addr; fd or negative errno. With
  * no_port (addr's port is 0) the bind takes the address only and connect() picks the port,

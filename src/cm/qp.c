@@ -3,8 +3,8 @@
  * QPs and SRQs made through the CM: rdma_create_qp(_ex), rdma_destroy_qp, rdma_init_qp_attr,
  * rdma_create_srq(_ex), rdma_destroy_srq. The library supplies what the application left
  * out (default PD, CQs with completion channels whose context is the id, as rdma_verbs.h's
- * helpers assert) and moves a new QP to INIT; the handshake's moves to RTS and to error are
- * here too.
+ * helpers assert) and moves a new QP to INIT. The attributes rdma_init_qp_attr gives and
+ * the handshake's moves to RTS and to error are link.c's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -59,81 +59,11 @@ static int sr_cm_create_cq(struct sr_cm_id *s, uint32_t size, struct ibv_cq **cq
 SR_EXPORT int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
 				int *qp_attr_mask)
 {
-	struct sr_mpa_params rep;
-	struct sr_mpa_local loc;
-	struct sr_mpa_conn mpa;
-	struct sr_cm_id *s;
-	bool have = true;
-	int err = 0;
+	int err;
 
 	if (!id || !qp_attr || !qp_attr_mask)
 		return sr_cm_fail(EINVAL);
-	s = to_sr_id(id);
-	pthread_mutex_lock(&sr_cm_lock);
-	if (!id->verbs) {
-		err = EINVAL;
-		goto out;
-	}
-	/* IRD/ORD: negotiated, else what accept(NULL) / our Request would give */
-	if (s->have_mpa) {
-		mpa = s->mpa;
-	} else if (s->have_peer && s->state == SR_CM_CONN_RECV) {
-		sr_cm_local_params(s, NULL, &loc);
-		if (sr_mpa_respond(&s->peer, &loc, &rep, &mpa) < 0)
-			have = false;
-	} else if (s->state == SR_CM_CONNECTING) {
-		mpa.ird = s->req.ird;
-		mpa.ord = s->req.ord;
-	} else {
-		have = false;
-	}
-
-	switch (qp_attr->qp_state) {
-	case IBV_QPS_INIT:
-		qp_attr->pkey_index = 0;
-		qp_attr->port_num = id->port_num ? id->port_num : 1;
-		/* iWARP peers write into us even for the RTR; reads need REMOTE_READ */
-		qp_attr->qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-					   IBV_ACCESS_REMOTE_READ;
-		*qp_attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				IBV_QP_ACCESS_FLAGS;
-		break;
-	case IBV_QPS_RTR:
-		if (!have) {
-			err = EINVAL;
-			break;
-		}
-		qp_attr->max_dest_rd_atomic = (uint8_t)SR_MIN(mpa.ird, 255);
-		*qp_attr_mask = IBV_QP_STATE | IBV_QP_MAX_DEST_RD_ATOMIC;
-		break;
-	case IBV_QPS_RTS:
-		if (!have) {
-			err = EINVAL;
-			break;
-		}
-		/* The application moves a QP of its own for this connection (rping -q): the
-		 * next QP of the device it takes to RTS is the connection's. */
-		if (!id->qp) {
-			const struct sr_priv_ops *ops = sr_cm_priv_ops(id->verbs);
-
-			if (ops && ops->llp_grant)
-				ops->llp_grant(id->verbs);
-		}
-		qp_attr->max_rd_atomic = (uint8_t)SR_MIN(mpa.ord, 255);
-		qp_attr->rnr_retry = s->rnr_retry;
-		*qp_attr_mask = IBV_QP_STATE | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RNR_RETRY;
-		/* as the kernel CM: a set ACK_TIMEOUT becomes the QP's timeout attribute */
-		if (s->ack_timeout >= 0) {
-			qp_attr->timeout = (uint8_t)s->ack_timeout;
-			*qp_attr_mask |= IBV_QP_TIMEOUT;
-		}
-		break;
-	default:
-		err = EINVAL;
-		break;
-	}
-out:
-	pthread_mutex_unlock(&sr_cm_lock);
+	err = sr_cm_qp_attr(to_sr_id(id), qp_attr, qp_attr_mask);
 	return err ? sr_cm_fail(err) : 0;
 }
 
@@ -349,39 +279,4 @@ SR_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 		return;
 	ibv_destroy_srq(id->srq);
 	id->srq = NULL;
-}
-
-/* ------------------------------------------------- the CM's QP moves -- */
-
-/* RTR then RTS with what rdma_init_qp_attr gives for the negotiated connection. */
-int sr_cm_qp_to_rts(struct sr_cm_id *id, struct ibv_qp *qp)
-{
-	const struct sr_priv_ops *ops = sr_cm_priv_ops(qp->context);
-	struct ibv_qp_attr attr;
-	int mask, err;
-
-	/* the connection is ours: verbs lets the QP go to RTS (verbs/qp_modify.c) */
-	if (ops && ops->llp_claim)
-		ops->llp_claim(qp);
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTR;
-	if (rdma_init_qp_attr(&id->id, &attr, &mask))
-		return -errno;
-	err = ibv_modify_qp(qp, &attr, mask);
-	if (err)
-		return -err;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	if (rdma_init_qp_attr(&id->id, &attr, &mask))
-		return -errno;
-	err = ibv_modify_qp(qp, &attr, mask);
-	return err ? -err : 0;
-}
-
-void sr_cm_qp_to_err(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
-
-	if (qp)
-		ibv_modify_qp(qp, &attr, IBV_QP_STATE);
 }

@@ -10,7 +10,7 @@
  *
  * Ids that wait for the same next hop on the same interface share one wait (struct
  * sr_cm_nwait) and one trigger; all waits share the CM's rtnetlink subscription
- * (netwatch.c) and one engine timer armed for the earliest deadline, both on librdmacm's
+ * (netwatch.c, which passes updates up through the watcher registered here) and one engine timer armed for the earliest deadline, both on librdmacm's
  * engine thread, so a waiting id costs no file descriptor of its own.
  *
  * The subscription is open before the entry is looked up, so an update cannot fall
@@ -117,7 +117,8 @@ static struct sr_cm_nwait *sr_cm_nwait_find_locked(int ifindex, const struct soc
 	return NULL;
 }
 
-void sr_cm_resolve_neigh_locked(const struct sr_neigh *n)
+/* A neighbour update (netwatch.c): finishes the waits for that next hop once valid or failed. */
+static void sr_cm_resolve_neigh_locked(const struct sr_neigh *n)
 {
 	struct sr_cm_nwait *w;
 
@@ -130,7 +131,8 @@ void sr_cm_resolve_neigh_locked(const struct sr_neigh *n)
 	sr_cm_resolve_rearm_locked();
 }
 
-void sr_cm_resolve_recheck_locked(void)
+/* Updates were lost (netwatch.c): ask the kernel about every next hop still awaited. */
+static void sr_cm_resolve_recheck_locked(void)
 {
 	struct sr_list *p, *q;
 
@@ -143,6 +145,12 @@ void sr_cm_resolve_recheck_locked(void)
 			sr_cm_resolve_neigh_locked(&n);
 	}
 }
+
+/* What netwatch.c tells us. */
+static const struct sr_cm_neigh_watcher sr_cm_resolve_watcher = {
+	.neigh = sr_cm_resolve_neigh_locked,
+	.lost = sr_cm_resolve_recheck_locked,
+};
 
 static void sr_cm_resolve_timer_cb(struct sr_engine_timer *t)
 {
@@ -178,6 +186,8 @@ int sr_cm_resolve_nexthop_locked(struct sr_cm_id *id, int ifindex, const struct 
 	int err;
 
 	sr_cm_assert_locked();
+	/* no wait exists before the first comes here: nobody needs the news before */
+	sr_cm_netwatch_set_watcher_locked(&sr_cm_resolve_watcher);
 	err = sr_cm_netwatch_start_locked();
 	if (err)
 		return err;

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * QP-less connections: the CM owns the socket after the MPA exchange and only watches for
- * the stream's end (either side's FIN, an error, or our disconnect timer), reporting one
+ * The established connection: handed to its QP's transport (link.c), or, QP-less, kept by
+ * the CM. Then the CM owns the socket after the MPA exchange (this file is the connection's
+ * owner, struct sr_cm_conn_ops) and only watches for the stream's end (either side's FIN, an error, or our disconnect timer), reporting one
  * DISCONNECTED. Bytes a peer with a real QP sends (its RTR) are read and dropped.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -13,6 +15,46 @@
 #include "cm/cm_priv.h"
 #include "common/sr_drain.h"
 #include "common/sr_log.h"
+
+/* What a QP-less connection calls of us once established (conn.c). */
+static const struct sr_cm_conn_ops sr_cm_stream_ops = {
+	.io = sr_cm_stream_io,
+	.timeout = sr_cm_stream_timeout,
+};
+
+/* Caller holds the id (sr_cm_id_hold) and not the lock. */
+int sr_cm_start_stream(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
+		       bool report_est, const struct sr_cm_evparam *est)
+{
+	struct sr_cm_conn *c;
+	int err;
+
+	if (qp)
+		return sr_cm_link_attach(id, qp, initiator, report_est, est);
+	pthread_mutex_lock(&sr_cm_lock);
+	c = id->conn;
+	if (!c || c->dead || id->state == SR_CM_DESTROYING) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return -ECONNABORTED;
+	}
+	/* QP-less: the CM keeps the socket and watches for the stream's end */
+	sr_cm_conn_phase_set(c, SR_CONN_STREAM);
+	c->ops = &sr_cm_stream_ops;
+	err = c->sock.registered ? sr_engine_mod(&c->sock, EPOLLIN | EPOLLRDHUP)
+				 : sr_engine_add(&c->sock, EPOLLIN | EPOLLRDHUP);
+	if (err) {
+		sr_cm_conn_claim(c);
+		sr_cm_state_set(id, SR_CM_FAILED);
+		pthread_mutex_unlock(&sr_cm_lock);
+		sr_cm_conn_destroy(c);
+		return err;
+	}
+	sr_cm_state_set(id, SR_CM_ESTABLISHED);
+	if (report_est)
+		sr_cm_post(id, RDMA_CM_EVENT_ESTABLISHED, 0, est);
+	pthread_mutex_unlock(&sr_cm_lock);
+	return 0;
+}
 
 /* -------------------------------------------- QP-less stream: its end -- */
 
