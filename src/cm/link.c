@@ -181,16 +181,28 @@ void sr_cm_closed_locked(struct sr_cm_id *id)
 	sr_cm_post(id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL);
 }
 
+/*
+ * The stream is over: the transport called back, or the QP is gone. DISCONNECTED now,
+ * unless the attach is still running: the attacher reports it after ESTABLISHED (or
+ * CONNECT_ERROR if the attach fails).
+ */
+static void sr_cm_link_over_locked(struct sr_cm_link *l)
+{
+	bool attaching = sr_cm_link_attaching(l);
+
+	sr_cm_assert_locked();
+	sr_cm_link_mark_closed(l);
+	if (l->id && !attaching)
+		sr_cm_closed_locked(l->id);
+}
+
 void sr_cm_link_closed(void *arg, int err)
 {
 	struct sr_cm_link *l = arg;
 
 	pthread_mutex_lock(&sr_cm_lock);
 	sr_dbg("link %p closed (%d)", arg, err);
-	sr_cm_link_mark_closed(l);
-	/* while attaching, the attacher reports it after ESTABLISHED */
-	if (l->id && !sr_cm_link_attaching(l))
-		sr_cm_closed_locked(l->id);
+	sr_cm_link_over_locked(l);
 	sr_cm_link_put(l);
 	pthread_mutex_unlock(&sr_cm_lock);
 }
@@ -231,9 +243,7 @@ void sr_cm_link_destroy_qp(struct sr_cm_id *id, struct ibv_qp *qp)
 	/* detach waited for a running closed callback: it either ran or never will */
 	pthread_mutex_lock(&sr_cm_lock);
 	if (!sr_cm_link_is_closed(l)) {
-		sr_cm_link_mark_closed(l);
-		if (l->id)
-			sr_cm_closed_locked(l->id);
+		sr_cm_link_over_locked(l);
 		l->refs--; /* the transport's reference, never to be dropped by it */
 	}
 	sr_cm_link_put(l); /* ours */
@@ -266,9 +276,7 @@ struct ibv_qp *sr_cm_link_live_qp(struct sr_cm_id *id)
 		qp = NULL;
 	pthread_mutex_lock(&sr_cm_lock);
 	if (!qp && !sr_cm_link_is_closed(l)) {
-		sr_cm_link_mark_closed(l);
-		if (l->id)
-			sr_cm_closed_locked(l->id);
+		sr_cm_link_over_locked(l);
 		l->refs--; /* the transport's */
 	}
 	sr_cm_link_put(l);
@@ -328,15 +336,21 @@ int sr_cm_link_attach(struct sr_cm_id *id, struct ibv_qp *qp, bool initiator,
 
 	pthread_mutex_lock(&sr_cm_lock);
 	if (err) {
+		/* The transport never took its reference. A closer that ran meanwhile
+		 * (rdma_destroy_qp, rdma_disconnect: ATTACHING_CLOSED) dropped it for the
+		 * transport already; dropping it again would free the link under its holder. */
+		int drop = l->state == SR_CM_LINK_ATTACHING;
+
 		sr_cm_link_set(l, SR_CM_LINK_FAILED);
 		sr_err("transport attach: %d", err);
 		if (id->link == l) {
 			/* the id's reference, unless destroy took it already */
 			id->link = NULL;
 			l->id = NULL;
-			l->refs--;
+			drop++;
 		}
-		sr_cm_link_put(l); /* the transport never took its reference */
+		while (drop--)
+			sr_cm_link_put(l);
 		if (id->state == SR_CM_ESTABLISHED)
 			sr_cm_state_set(id, SR_CM_FAILED);
 		if (initiator && report_est)
@@ -387,10 +401,11 @@ static bool sr_cm_link_attaching(const struct sr_cm_link *l)
 	return l->state == SR_CM_LINK_ATTACHING || l->state == SR_CM_LINK_ATTACHING_CLOSED;
 }
 
-/* The stream ended (whether or not the attach has returned yet). */
+/* The stream ended (whether or not the attach has returned yet), or never ran (FAILED). */
 static bool sr_cm_link_is_closed(const struct sr_cm_link *l)
 {
-	return l->state == SR_CM_LINK_ATTACHING_CLOSED || l->state == SR_CM_LINK_CLOSED;
+	return l->state == SR_CM_LINK_ATTACHING_CLOSED || l->state == SR_CM_LINK_CLOSED ||
+	       l->state == SR_CM_LINK_FAILED;
 }
 
 static void sr_cm_link_mark_closed(struct sr_cm_link *l)

@@ -571,7 +571,10 @@ SR_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_pa
 		c = s->conn;
 		if (c && !sr_cm_conn_claim(c))
 			c = NULL;
-		sr_cm_state_set(s, SR_CM_FAILED);
+		/* rdma_destroy_id may have begun meanwhile (it waits for our hold): DESTROYING
+		 * stays, it is the id's last state */
+		if (s->state != SR_CM_DESTROYING)
+			sr_cm_state_set(s, SR_CM_FAILED);
 		pthread_mutex_unlock(&sr_cm_lock);
 		if (c)
 			sr_cm_conn_destroy(c);

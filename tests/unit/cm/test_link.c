@@ -24,9 +24,12 @@ static struct {
 	int calls;
 	int ret;                /* what attach answers */
 	bool close_inside;      /* the stream ends while attach runs */
+	bool disconnect_inside; /* rdma_disconnect finds the QP gone while attach runs */
 	struct ibv_qp *qp;
 	struct sr_xport_attach a;
 	bool qp_gone;           /* qp_by_num finds no QP */
+	struct sr_cm_id *id;    /* for disconnect_inside */
+	struct ibv_qp *live_qp_inside;
 } xp;
 
 static struct sr_priv_ops fake_ops;
@@ -39,6 +42,12 @@ static int fake_attach(struct ibv_qp *qp, const struct sr_xport_attach *a)
 	xp.a = *a;
 	if (xp.close_inside)
 		a->cb.closed(a->cb.arg, -ECONNRESET);
+	if (xp.disconnect_inside) {
+		/* what another thread's rdma_disconnect does meanwhile (sr_cm_link_live_qp) */
+		xp.qp_gone = true;
+		xp.live_qp_inside = sr_cm_link_live_qp(xp.id);
+		xp.qp_gone = false;
+	}
 	return xp.ret;
 }
 
@@ -225,6 +234,28 @@ static void attach_fails(void **state)
 	cm_test_expect_eof(f->peer);
 }
 
+/*
+ * A failing attach while another thread's rdma_disconnect found the QP gone: that closer
+ * dropped the transport's reference for it, so the failure must not drop it again (the
+ * link was freed under its holder, or leaked with a negative count: LeakSanitizer).
+ */
+static void attach_fails_after_disconnect(void **state)
+{
+	struct fixture *f = *state;
+
+	xp.ret = -EIO;
+	xp.disconnect_inside = true;
+	xp.id = f->s;
+	assert_int_equal(sr_cm_qp_to_rts(f->s, f->id->qp), 0);
+	assert_int_equal(attach(f, true), -EIO);
+	assert_null(xp.live_qp_inside);
+	assert_int_equal(cm_test_expect(f->ch, RDMA_CM_EVENT_CONNECT_ERROR), -EIO);
+	assert_int_equal(cm_test_state(f->s), SR_CM_FAILED);
+	assert_null(f->s->link);
+	assert_null(sr_cm_link_live_qp(f->s));
+	cm_test_no_event(f->ch, 50);
+}
+
 /* rdma_destroy_qp of the attached QP ends the connection: DISCONNECTED, once. */
 static void destroy_qp_disconnects(void **state)
 {
@@ -262,6 +293,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(attach_then_closed, setup, teardown),
 		cmocka_unit_test_setup_teardown(closed_during_attach, setup, teardown),
 		cmocka_unit_test_setup_teardown(attach_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(attach_fails_after_disconnect, setup, teardown),
 		cmocka_unit_test_setup_teardown(destroy_qp_disconnects, setup, teardown),
 		cmocka_unit_test_setup_teardown(live_qp_gone, setup, teardown),
 	};
