@@ -17,14 +17,15 @@ foreach(page softrdma.1 softrdma.7)
   install(FILES ${SR_MAN_OUT}/${page}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
 endforeach()
 
-# The Debian changelog of this (native) package: one entry for the version being built.
+# The Debian changelog of this package, native (no Debian revision), so named changelog.gz:
+# one entry for the version being built.
 string(TIMESTAMP SR_CHANGELOG_DATE "%a, %d %b %Y %H:%M:%S +0000" UTC)
-configure_file(${CMAKE_CURRENT_LIST_DIR}/changelog.Debian.in ${SR_MAN_OUT}/changelog.Debian @ONLY)
-add_custom_command(OUTPUT ${SR_MAN_OUT}/changelog.Debian.gz
-  COMMAND gzip -9n -c ${SR_MAN_OUT}/changelog.Debian > ${SR_MAN_OUT}/changelog.Debian.gz
-  DEPENDS ${SR_MAN_OUT}/changelog.Debian VERBATIM)
-add_custom_target(sr_package_docs ALL DEPENDS ${SR_MAN_GZ} ${SR_MAN_OUT}/changelog.Debian.gz)
-install(FILES ${SR_MAN_OUT}/changelog.Debian.gz ${CMAKE_CURRENT_LIST_DIR}/copyright
+configure_file(${CMAKE_CURRENT_LIST_DIR}/changelog.in ${SR_MAN_OUT}/changelog @ONLY)
+add_custom_command(OUTPUT ${SR_MAN_OUT}/changelog.gz
+  COMMAND gzip -9n -c ${SR_MAN_OUT}/changelog > ${SR_MAN_OUT}/changelog.gz
+  DEPENDS ${SR_MAN_OUT}/changelog VERBATIM)
+add_custom_target(sr_package_docs ALL DEPENDS ${SR_MAN_GZ} ${SR_MAN_OUT}/changelog.gz)
+install(FILES ${SR_MAN_OUT}/changelog.gz ${CMAKE_CURRENT_LIST_DIR}/copyright
   DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${PROJECT_NAME})
 # The documents softrdma(7) points to.
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/ARCHITECTURE.md
@@ -44,14 +45,15 @@ set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${CPACK_PACKAGE_CONTACT}")
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# CPack indents the lines after the first and turns the empty one into " .".
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "RDMA verbs and RDMA CM in userspace over TCP (soft iWARP)
- softrdma provides drop-in libibverbs.so.1 and librdmacm.so.1 (the rdma-core
- ${SR_RDMA_CORE_VERSION} ABI) that implement soft iWARP over the kernel's own TCP
- sockets. Unmodified RDMA programs started with `softrdma run` use them
- instead of the system's libraries: no RDMA NIC, kernel module or root needed.
- Every network interface appears as one device.
- .
- The libraries live in a private folder, so they replace the system's
- libraries only for programs started through the launcher.")
+softrdma provides drop-in libibverbs.so.1 and librdmacm.so.1 (the rdma-core
+${SR_RDMA_CORE_VERSION} ABI) that implement soft iWARP over the kernel's own TCP
+sockets. Unmodified RDMA programs started with `softrdma run` use them
+instead of the system's libraries: no RDMA NIC, kernel module or root needed.
+Every network interface appears as one device.
+
+The libraries live in a private folder, so they replace the system's
+libraries only for programs started through the launcher.")
 set(CPACK_SOURCE_IGNORE_FILES "/build[^/]*/;/\\\\.git/")
 include(CPack)
