@@ -19,6 +19,7 @@
 #include <net/if.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,59 +152,76 @@ int sr_doc_trace_find(const char *trace, const char *soname, char *path, size_t 
 	return -1;
 }
 
-/* PT_INTERP of an ELF file whose header and program headers are of class C (Elf32_/Elf64_). */
-#define SR_ELF_INTERP(C, fd, interp, size)                                                   \
-	({                                                                                   \
-		C##_Ehdr eh;                                                                 \
-		int r = 0;                                                                   \
-		if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||                  \
-		    eh.e_phentsize != sizeof(C##_Phdr)) {                                    \
-			errno = ENOEXEC;                                                     \
-			r = -1;                                                              \
-		}                                                                            \
-		for (unsigned int i = 0; r == 0 && i < eh.e_phnum; i++) {                    \
-			C##_Phdr ph;                                                         \
-			if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != \
-			    (ssize_t)sizeof(ph)) {                                           \
-				errno = ENOEXEC;                                             \
-				r = -1;                                                      \
-			} else if (ph.p_type == PT_INTERP) {                                 \
-				size_t n = ph.p_filesz < size ? ph.p_filesz : size - 1;      \
-				ssize_t got = pread(fd, interp, n, (off_t)ph.p_offset);      \
-				if (got <= 0) {                                              \
-					errno = ENOEXEC;                                     \
-					r = -1;                                              \
-				} else {                                                     \
-					interp[got] = '\0';                                  \
-					r = 1;                                               \
-				}                                                            \
-			}                                                                    \
-		}                                                                            \
-		r;                                                                           \
-	})
+/* One program header of either class: its type, and where its bytes lie in the file. */
+struct phdr {
+	uint32_t type;
+	uint64_t offset, filesz;
+};
+
+static int read_phdr(int fd, bool is64, uint64_t at, struct phdr *out)
+{
+	if (is64) {
+		Elf64_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), (off_t)at) != (ssize_t)sizeof(ph))
+			return -1;
+		*out = (struct phdr){ ph.p_type, ph.p_offset, ph.p_filesz };
+	} else {
+		Elf32_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), (off_t)at) != (ssize_t)sizeof(ph))
+			return -1;
+		*out = (struct phdr){ ph.p_type, ph.p_offset, ph.p_filesz };
+	}
+	return 0;
+}
 
 int sr_doc_elf_interp(const char *path, char *interp, size_t size)
 {
 	unsigned char ident[EI_NIDENT];
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+	uint64_t phoff = 0;
+	unsigned int phnum = 0, phentsize = 0;
+	bool is64, ok;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
 
 	if (fd < 0)
 		return -1;
-	if (size < 2 || pread(fd, ident, sizeof(ident), 0) != (ssize_t)sizeof(ident) ||
-	    memcmp(ident, ELFMAG, SELFMAG) != 0) {
-		close(fd);
+	ok = size >= 2 && pread(fd, ident, sizeof(ident), 0) == (ssize_t)sizeof(ident) &&
+	     memcmp(ident, ELFMAG, SELFMAG) == 0 &&
+	     (ident[EI_CLASS] == ELFCLASS64 || ident[EI_CLASS] == ELFCLASS32);
+	is64 = ok && ident[EI_CLASS] == ELFCLASS64;
+	if (ok && is64) {
+		Elf64_Ehdr eh;
+
+		ok = pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh);
+		phoff = eh.e_phoff, phnum = eh.e_phnum, phentsize = eh.e_phentsize;
+		ok = ok && phentsize == sizeof(Elf64_Phdr);
+	} else if (ok) {
+		Elf32_Ehdr eh;
+
+		ok = pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh);
+		phoff = eh.e_phoff, phnum = eh.e_phnum, phentsize = eh.e_phentsize;
+		ok = ok && phentsize == sizeof(Elf32_Phdr);
+	}
+	for (unsigned int i = 0; ok && r == 0 && i < phnum; i++) {
+		struct phdr ph;
+		ssize_t got;
+
+		ok = read_phdr(fd, is64, phoff + (uint64_t)i * phentsize, &ph) == 0;
+		if (!ok || ph.type != PT_INTERP)
+			continue;
+		got = pread(fd, interp, ph.filesz < size ? ph.filesz : size - 1, (off_t)ph.offset);
+		ok = got > 0;
+		if (ok) {
+			interp[got] = '\0';
+			r = 1;
+		}
+	}
+	close(fd);
+	if (!ok) {
 		errno = ENOEXEC;
 		return -1;
 	}
-	if (ident[EI_CLASS] == ELFCLASS64)
-		r = SR_ELF_INTERP(Elf64, fd, interp, size);
-	else if (ident[EI_CLASS] == ELFCLASS32)
-		r = SR_ELF_INTERP(Elf32, fd, interp, size);
-	else {
-		errno = ENOEXEC;
-		r = -1;
-	}
-	close(fd);
 	return r;
 }
 
