@@ -305,7 +305,7 @@ static void check_nofile(unsigned long long conns)
 			"descriptors: soft limit %s < %llu that %llu connections need (one each, "
 			"%d for the libraries and the program); the hard limit %s allows it",
 			s, need, conns, SR_DOC_FD_RESERVE, h);
-		more("fix: ulimit -n %llu   (in the shell that starts the program)", need);
+		more("fix: ulimit -Sn %llu   (in the shell that starts the program)", need);
 		break;
 	case SR_DOC_FAIL:
 		verdict(SR_DOC_FAIL, "nofile",
@@ -612,6 +612,27 @@ static int list_dir(const char *dir, char *out, size_t size)
 	return n;
 }
 
+int sr_doc_kernel_netdev(const char *sysroot, const char *dev, char *out, size_t size)
+{
+	static const char *const where[] = {
+		"ports/1/gid_attrs/ndevs/0", /* RoCE and iWARP devices: the port's netdev */
+		"parent",                    /* rxe: the interface it was added on */
+	};
+	char path[PATH_MAX], buf[IF_NAMESIZE + 2];
+
+	for (unsigned int i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/%s", sysroot, dev, where[i]);
+		if (read_text(path, buf, sizeof(buf)) == 0 && buf[0] && buf[0] != '\n') {
+			buf[strcspn(buf, "\n")] = '\0';
+			snprintf(out, size, "%s", buf);
+			return 0;
+		}
+	}
+	/* a NIC: the interfaces of the same PCI function */
+	snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/device/net", sysroot, dev);
+	return list_dir(path, out, size) > 0 ? 0 : -1;
+}
+
 static void check_kernel(void)
 {
 	static char modules[65536];
@@ -642,13 +663,26 @@ static void check_kernel(void)
 		"a kernel RDMA stack is present: devices [%s], uverbs [%s], /dev/infiniband [%s], "
 		"modules [%s ]", ndev > 0 ? devs : "", nuv > 0 ? uverbs : "",
 		nnodes > 0 ? nodes : "", mods);
+	for (const char *t = devs; ndev > 0 && *t;) {
+		size_t l = strcspn(t, " ");
+		char dev[256], netdev[256];
+
+		snprintf(dev, sizeof(dev), "%.*s", (int)l, t);
+		if (sr_doc_kernel_netdev("", dev, netdev, sizeof(netdev)) == 0)
+			more("kernel %s is on %s; softrdma's device there: %s%s", dev, netdev, prefix,
+			     netdev);
+		else
+			more("kernel %s: its interface is not shown in sysfs", dev);
+		t += l + (t[l] == ' ');
+	}
 	more("a program started with `softrdma run` sees only softrdma's %s<interface> devices "
 	     "(our libibverbs opens no /dev/infiniband); one started without sees only the "
-	     "kernel's. Both speak iWARP over TCP, so siw and softrdma interoperate on the wire",
-	     prefix);
+	     "kernel's. softrdma speaks iWARP over TCP: it talks to siw and iWARP NICs, not to "
+	     "rxe or InfiniBand", prefix);
 	if (module_loaded(modules, "rdma_rxe"))
-		more("rdma_rxe holds UDP port %s in every namespace with an rxe device: soft RoCE "
-		     "there needs SOFTRDMA_ROCE_UDP_PORT", sr_config_str("SOFTRDMA_ROCE_UDP_PORT"));
+		more("rdma_rxe binds UDP port 4791 for its devices; softrdma's soft RoCE uses "
+		     "SOFTRDMA_ROCE_UDP_PORT (now %s) next to it",
+		     sr_config_str("SOFTRDMA_ROCE_UDP_PORT"));
 	if (clash)
 		more("fix: SOFTRDMA_DEVICE_PREFIX=sr_ softrdma run ...   (a kernel device has a "
 		     "name starting with %s, so the two sets of names can be confused)", prefix);

@@ -51,6 +51,13 @@ int sr_doc_trace_find(const char *trace, const char *soname, char *path, size_t 
 int sr_doc_elf_interp(const char *path, char *interp, size_t size);
 
 /*
+ * The network interface a kernel RDMA device dev sits on, from sysfs under sysroot ("" for
+ * the real one): its port's GID netdev, rxe's parent, or a NIC's PCI function's interfaces
+ * (space-separated). 0 and the name(s) in out, -1 if sysfs does not say.
+ */
+int sr_doc_kernel_netdev(const char *sysroot, const char *dev, char *out, size_t size);
+
+/*
  * `softrdma doctor [--connections N] [PROGRAM]`. libdir: the folder `softrdma run` puts first
  * on LD_LIBRARY_PATH, or NULL when the launcher did not find it. Returns the exit status:
  * 0 nothing failed, 1 a check failed, 2 usage.

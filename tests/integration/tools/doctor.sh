@@ -19,7 +19,7 @@ need=$((100 + 256)) # the default 100 connections, one descriptor each, and 256 
 [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 1024 ] || sr_skip "hard limit $(ulimit -Hn)"
 out=$(ulimit -Sn 64; doctor); rc=$?
 expect 0 "^WARN nofile .*soft limit 64 < $need" $rc
-expect 0 "^ +fix: ulimit -n $need " $rc
+expect 0 "^ +fix: ulimit -Sn $need " $rc
 out=$(ulimit -Sn 400; doctor --connections 100); rc=$?
 expect 0 "^OK   nofile .*soft 400.* 100 connections need $need" $rc
 out=$(ulimit -Sn 400; doctor --connections 200); rc=$?

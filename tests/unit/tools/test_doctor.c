@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "common/sr_config.h"
@@ -147,6 +148,57 @@ static void elf_interpreter(void **state)
 	unlink(path);
 }
 
+/* mkdir -p for the fake sysfs tree, then the file's text (if any). */
+static void put(const char *root, const char *rel, const char *text)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		mkdir(path, 0700);
+		*p = '/';
+	}
+	if (text) {
+		FILE *f = fopen(path, "w");
+
+		assert_non_null(f);
+		fputs(text, f);
+		fclose(f);
+	} else {
+		mkdir(path, 0700);
+	}
+}
+
+static void kernel_device_interface(void **state)
+{
+	const char *tmp = getenv("TMPDIR");
+	char root[512], cmd[600], out[256];
+
+	snprintf(root, sizeof(root), "%s/sr-doctor-sys-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	assert_non_null(mkdtemp(root));
+	/* siw on eth0: its port's GID netdev */
+	put(root, "sys/class/infiniband/siw_eth0/ports/1/gid_attrs/ndevs/0", "eth0\n");
+	/* rxe0: no GID netdev yet (empty), its parent */
+	put(root, "sys/class/infiniband/rxe0/ports/1/gid_attrs/ndevs/0", "");
+	put(root, "sys/class/infiniband/rxe0/parent", "veth1\n");
+	/* a NIC: the interfaces of its PCI function */
+	put(root, "sys/class/infiniband/mlx5_0/device/net/enp1s0f0np0", NULL);
+	/* a device sysfs says nothing about */
+	put(root, "sys/class/infiniband/ghost0/ports/1", NULL);
+
+	assert_int_equal(sr_doc_kernel_netdev(root, "siw_eth0", out, sizeof(out)), 0);
+	assert_string_equal(out, "eth0");
+	assert_int_equal(sr_doc_kernel_netdev(root, "rxe0", out, sizeof(out)), 0);
+	assert_string_equal(out, "veth1");
+	assert_int_equal(sr_doc_kernel_netdev(root, "mlx5_0", out, sizeof(out)), 0);
+	assert_string_equal(out, "enp1s0f0np0");
+	assert_int_equal(sr_doc_kernel_netdev(root, "ghost0", out, sizeof(out)), -1);
+	assert_int_equal(sr_doc_kernel_netdev(root, "absent0", out, sizeof(out)), -1);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+}
+
 /*
  * softrdma(7) describes every tunable of the table, each in a ".BR NAME ..." paragraph
  * heading of its TUNABLES section, and nothing else there.
@@ -197,6 +249,7 @@ int main(void)
 		cmocka_unit_test(reserved_ports),
 		cmocka_unit_test(loader_trace),
 		cmocka_unit_test(elf_interpreter),
+		cmocka_unit_test(kernel_device_interface),
 		cmocka_unit_test(man_page_lists_every_tunable),
 	};
 
