@@ -484,7 +484,7 @@ static void check_program(const char *prog, const char *libdir)
 	static const char *const sonames[] = { "libibverbs.so.1", "librdmacm.so.1" };
 	char path[PATH_MAX], interp[PATH_MAX], trace[65536], found[PATH_MAX];
 	const char *old = getenv("LD_LIBRARY_PATH");
-	struct stat st;
+	struct stat st, ist;
 	char *ldpath;
 	int absent = 0, r;
 
@@ -530,6 +530,14 @@ static void check_program(const char *prog, const char *libdir)
 			"library, ours neither", path);
 		more("fix: rebuild it dynamically linked against libibverbs/librdmacm "
 		     "(-libverbs -lrdmacm without -static)");
+		return;
+	}
+	/* The interpreter is named by the program: run it only if it is a system file. */
+	if (stat(interp, &ist) || ist.st_uid != 0 || (ist.st_mode & (S_IWGRP | S_IWOTH))) {
+		verdict(SR_DOC_WARN, "program", "%s names %s as its loader, which is not a "
+			"root-owned file only root may write: not run", path, interp);
+		more("fix: readelf -l %s | grep interpreter   (a program for another system?)",
+		     path);
 		return;
 	}
 	if (asprintf(&ldpath, "%s%s%s", libdir, old && *old ? ":" : "", old ? old : "") < 0)

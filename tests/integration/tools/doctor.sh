@@ -4,7 +4,7 @@
 # of its own, programs whose libibverbs resolves to ours or, through a DT_RPATH, not, a
 # set-group-ID copy; and --version against the rdma-core version pkg-config reports.
 . "$(dirname "$0")/../lib.sh"
-sr_need_cmd rping cc pkg-config
+sr_need_cmd rping cc pkg-config readelf
 doctor() {
 	env ${SR_PRELOAD:+LD_PRELOAD="$SR_PRELOAD"} ASAN_OPTIONS=detect_leaks=0 \
 		"$SR_BINDIR/softrdma" doctor "$@"
@@ -68,6 +68,18 @@ if [ "$(id -u)" -eq 0 ] && getent group nogroup >/dev/null; then
 	out=$(doctor "$TMPDIR/sgid"); rc=$?
 	expect 1 "^FAIL program .*sgid is set-group-ID: .*ignores LD_LIBRARY_PATH" $rc
 	expect 1 "fix: cp $TMPDIR/sgid /tmp/ && softrdma run /tmp/sgid" $rc
+
+	# A program naming a loader that someone other than root owns: that loader is not run;
+	# the same loader owned by root is, and answers.
+	ldso=$(readelf -l "$TMPDIR/runpath" | sed -nE 's/.*interpreter: ([^]]+)].*/\1/p')
+	[ -n "$ldso" ] || sr_fail "no interpreter in $TMPDIR/runpath"
+	cp "$ldso" "$TMPDIR/ld.so"
+	cc -o "$TMPDIR/ownld" "$src" -libverbs -Wl,--dynamic-linker="$TMPDIR/ld.so" || sr_fail "cc (loader)"
+	out=$(doctor "$TMPDIR/ownld"); rc=$?
+	expect 0 "^OK   program .*libibverbs.so.1 => $SR_LIBDIR/libibverbs.so.1 \(ours" $rc
+	chown nobody "$TMPDIR/ld.so" || sr_fail "chown nobody"
+	out=$(doctor "$TMPDIR/ownld"); rc=$?
+	expect 0 "^WARN program .* names $TMPDIR/ld.so as its loader, which is not a root-owned file" $rc
 
 	# Ports: 100 in the range, 10 of them reserved, in a namespace of our own whose only
 	# interface, lo, is down.
