@@ -414,46 +414,61 @@ static int find_program(const char *prog, char *out, size_t size)
 static int loader_trace(const char *interp, const char *prog, const char *ldpath, char *out,
 			size_t size)
 {
-	int fds[2], status;
-	size_t len = 0;
+	extern char **environ;
+	size_t n = 0, len = 0;
+	char **envp, *ld = NULL;
+	int fds[2], status, r = -1;
 	pid_t pid;
 
-	if (pipe2(fds, O_CLOEXEC))
-		return -1;
-	pid = fork();
-	if (pid < 0) {
-		close(fds[0]);
-		close(fds[1]);
+	/* The child's environment, built before fork: ours less the two we set. */
+	for (char **e = environ; *e; e++)
+		n++;
+	envp = calloc(n + 3, sizeof(*envp));
+	if (!envp || asprintf(&ld, "LD_LIBRARY_PATH=%s", ldpath) < 0 || pipe2(fds, O_CLOEXEC)) {
+		free(envp);
+		free(ld);
 		return -1;
 	}
+	n = 0;
+	for (char **e = environ; *e; e++)
+		if (strncmp(*e, "LD_LIBRARY_PATH=", 16) && strncmp(*e, "LD_TRACE_LOADED_OBJECTS=", 24))
+			envp[n++] = *e;
+	envp[n++] = ld;
+	envp[n++] = "LD_TRACE_LOADED_OBJECTS=1";
+	pid = fork();
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR);
 
 		dup2(fds[1], 1);
 		if (null >= 0)
 			dup2(null, 2);
-		setenv("LD_TRACE_LOADED_OBJECTS", "1", 1);
-		setenv("LD_LIBRARY_PATH", ldpath, 1);
-		execl(interp, interp, prog, (char *)NULL);
+		execve(interp, (char *[]){ (char *)interp, (char *)prog, NULL }, envp);
 		_exit(127);
 	}
 	close(fds[1]);
-	for (;;) {
-		ssize_t n = read(fds[0], out + len, size - 1 - len);
+	/* Read to the end (past what fits, so the loader never blocks on a full pipe). */
+	for (char scratch[4096];;) {
+		bool room = len < size - 1;
+		ssize_t got = room ? read(fds[0], out + len, size - 1 - len)
+				   : read(fds[0], scratch, sizeof(scratch));
 
-		if (n < 0 && errno == EINTR)
+		if (got < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
+		if (got <= 0)
 			break;
-		len += (size_t)n;
-		if (len == size - 1)
-			break;
+		if (room)
+			len += (size_t)got;
 	}
 	out[len] = '\0';
 	close(fds[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+	if (pid > 0) {
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		r = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+	}
+	free(envp);
+	free(ld);
+	return r;
 }
 
 /* Whether file lies in folder dir (both resolved). */
