@@ -700,8 +700,8 @@ static void check_kernel(void)
 	}
 	more("a program started with `softrdma run` sees only softrdma's %s<interface> devices "
 	     "(our libibverbs opens no /dev/infiniband); one started without sees only the "
-	     "kernel's. softrdma speaks iWARP over TCP: it talks to siw and iWARP NICs, not to "
-	     "rxe or InfiniBand", prefix);
+	     "kernel's. softrdma speaks iWARP over TCP, as siw and iWARP NICs do; rxe and "
+	     "InfiniBand are other protocols", prefix);
 	if (module_loaded(modules, "rdma_rxe"))
 		more("rdma_rxe binds UDP port 4791 for its devices; softrdma's soft RoCE uses "
 		     "SOFTRDMA_ROCE_UDP_PORT (now %s) next to it",
