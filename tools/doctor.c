@@ -777,7 +777,7 @@ int sr_doctor(int argc, char **argv, const char *libdir)
 	const char *prog = NULL;
 
 	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--connections") == 0 || strcmp(argv[i], "-n") == 0) {
+		if (strcmp(argv[i], "--connections") == 0) {
 			char *end;
 
 			if (i + 1 >= argc)
