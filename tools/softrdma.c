@@ -4,6 +4,8 @@
  *   softrdma run -- CMD [ARGS...]   run CMD with our libibverbs/librdmacm first
  *   softrdma devices                print the device table
  *   softrdma config                 print the runtime tunables
+ *   softrdma doctor [--connections N] [PROGRAM]   what limits a program here (doctor.c)
+ *   softrdma --version              our version and the rdma-core ABI we implement
  * The library folder is found next to this binary: ../lib in the build tree,
  * ../lib/softrdma (SR_PRIVATE_LIBDIR) after `cmake --install`.
  */
@@ -17,16 +19,26 @@
 #include <infiniband/verbs.h>
 
 #include "common/sr_config.h"
+#include "doctor.h"
 
 #ifndef SR_INSTALL_REL_LIBDIR
 #define SR_INSTALL_REL_LIBDIR "lib/softrdma"
+#endif
+/* Both come from CMake: project(VERSION) and the libibverbs headers we were built against. */
+#ifndef SR_VERSION
+#define SR_VERSION "unknown"
+#endif
+#ifndef SR_RDMA_CORE_VERSION
+#define SR_RDMA_CORE_VERSION "unknown"
 #endif
 
 static int usage(FILE *out)
 {
 	fprintf(out, "usage: softrdma run -- CMD [ARGS...]\n"
 		     "       softrdma devices\n"
-		     "       softrdma config\n");
+		     "       softrdma config\n"
+		     "       softrdma doctor [--connections N] [PROGRAM]\n"
+		     "       softrdma --version\n");
 	return out == stderr ? 2 : 0;
 }
 
@@ -133,6 +145,20 @@ static int cmd_config(void)
 	return 0;
 }
 
+static int cmd_doctor(int argc, char **argv)
+{
+	char libdir[PATH_MAX];
+
+	return sr_doctor(argc, argv, find_libdir(libdir, sizeof(libdir)) ? NULL : libdir);
+}
+
+static int cmd_version(void)
+{
+	printf("softrdma %s (rdma-core %s ABI: libibverbs.so.1, librdmacm.so.1)\n", SR_VERSION,
+	       SR_RDMA_CORE_VERSION);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -143,6 +169,10 @@ int main(int argc, char **argv)
 		return cmd_devices();
 	if (strcmp(argv[1], "config") == 0)
 		return cmd_config();
+	if (strcmp(argv[1], "doctor") == 0)
+		return cmd_doctor(argc - 2, argv + 2);
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0)
+		return cmd_version();
 	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
 		return usage(stdout);
 	return usage(stderr);
