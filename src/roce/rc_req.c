@@ -85,7 +85,7 @@ int sr_rc_req_init(struct sr_rc_req *r, const struct sr_rc_req_attr *attr,
 	r->ops = ops;
 	r->ctx = ctx;
 	r->state = SR_RC_REQ_RUN;
-	r->snd_psn = r->max_psn = r->una = attr->sq_psn;
+	r->snd_psn = r->max_psn = r->sent_psn = r->una = attr->sq_psn;
 	r->retry_left = attr->retry_cnt;
 	r->rnr_left = attr->rnr_retry;
 	r->ack_deadline = r->rnr_deadline = SR_RC_NEVER;
@@ -295,8 +295,10 @@ static void recv_read_resp(struct sr_rc_req *r, const struct sr_roce_pkt *pkt, u
 		}
 		return;
 	}
+	/* After a READ was asked again for its rest, the rest's responses start over with
+	 * FIRST (or ONLY); only the very first response must be one. */
 	left = w->wr.length - w->rcvd;
-	if (((f & SR_ROCE_F_FIRST) != 0) != (w->rcvd == 0) ||
+	if ((w->rcvd == 0 && !(f & SR_ROCE_F_FIRST)) ||
 	    ((f & SR_ROCE_F_LAST) ? pkt->payload_len != left || left > mtu :
 				    pkt->payload_len != mtu || left <= mtu) ||
 	    ((pkt->op->hdrs & SR_ROCE_H_AETH) &&
@@ -425,7 +427,7 @@ int sr_rc_req_next(struct sr_rc_req *r, uint64_t now, struct sr_rc_req_tx *tx)
 		return 0;
 	if (is_rdat(op) && rdat_outstanding(r) >= r->attr.max_rd_atomic)
 		return 0;
-	retrans = sr_psn_before(r->snd_psn, r->max_psn);
+	retrans = sr_psn_before(r->snd_psn, r->sent_psn);
 	if (!w->psn_set) {
 		w->first_psn = r->snd_psn;
 		w->psn_set = true;
@@ -480,6 +482,8 @@ int sr_rc_req_next(struct sr_rc_req *r, uint64_t now, struct sr_rc_req_tx *tx)
 		r->cur_off += tx->len;
 	}
 	r->snd_psn = sr_psn_add(r->snd_psn, cost);
+	if (sr_psn_before(r->sent_psn, r->snd_psn))
+		r->sent_psn = r->snd_psn;
 	r->stats.pkts++;
 	if (retrans)
 		r->stats.retrans_pkts++;

@@ -131,6 +131,7 @@ struct sr_rc_req {
 	uint32_t cur_off;	/* bytes of wqe[cur] already sent in this pass */
 	uint32_t snd_psn;	/* PSN of the next packet */
 	uint32_t max_psn;	/* one past the highest PSN ever assigned */
+	uint32_t sent_psn;	/* one past the highest PSN ever sent */
 	uint32_t una;		/* oldest PSN not yet acknowledged */
 	uint32_t since_ackreq;	/* packets since the last with AckReq */
 	uint8_t retry_left, rnr_left;

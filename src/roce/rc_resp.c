@@ -40,6 +40,7 @@ int sr_rc_resp_init(struct sr_rc_resp *s, const struct sr_rc_resp_attr *attr,
 	s->ops = ops;
 	s->ctx = ctx;
 	s->epsn = attr->rq_psn;
+	s->msg = SR_RC_MSG_NONE;
 	return 0;
 }
 
@@ -245,7 +246,7 @@ static bool exec_send(struct sr_rc_resp *s, const struct sr_roce_pkt *pkt)
 			.byte_len = s->msg_off,
 		};
 
-		s->msg = 0;
+		s->msg = SR_RC_MSG_NONE;
 		s->have_recv = false;
 		s->msn = sr_psn_add(s->msn, 1);
 		s->ops->recv_done(s->ctx, &info);
@@ -310,7 +311,7 @@ static bool exec_write(struct sr_rc_resp *s, const struct sr_roce_pkt *pkt)
 	}
 	s->msg_off = off + pkt->payload_len;
 	if (f & SR_ROCE_F_LAST) {
-		s->msg = 0;
+		s->msg = SR_RC_MSG_NONE;
 		s->msn = sr_psn_add(s->msn, 1);
 		if (s->have_recv) {
 			struct sr_rc_recv_info info = {
@@ -423,7 +424,7 @@ void sr_rc_resp_recv(struct sr_rc_resp *s, const struct sr_roce_pkt *pkt)
 	}
 	s->nak_sent = false;
 	/* FIRST/ONLY starts a message, MIDDLE/LAST continues the one in progress */
-	if ((op->flags & SR_ROCE_F_FIRST) ? s->msg != 0 : s->msg != op->kind) {
+	if ((op->flags & SR_ROCE_F_FIRST) ? s->msg != SR_RC_MSG_NONE : s->msg != op->kind) {
 		fatal(s, SR_AETH_NAK_INV_REQ, pkt->psn, IBV_WC_LOC_QP_OP_ERR);
 		return;
 	}

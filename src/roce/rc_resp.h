@@ -76,6 +76,9 @@ struct sr_rc_resp_attr {
 	uint32_t ack_every;		/* ACK after this many requests without AckReq; 0: never */
 };
 
+/* sr_rc_resp.msg when no SEND or WRITE is in progress (SR_ROCE_K_SEND is 0). */
+#define SR_RC_MSG_NONE 0xff
+
 enum sr_rc_resp_state {
 	SR_RC_RESP_RUN,
 	SR_RC_RESP_ERROR,	/* a fatal NAK was queued; requests are ignored */
@@ -123,7 +126,7 @@ struct sr_rc_resp {
 	uint32_t epsn;		/* expected PSN */
 	uint32_t msn;		/* messages completed, 24 bits */
 	bool nak_sent;		/* NAKed (sequence or RNR) at epsn: no second NAK */
-	uint8_t msg;		/* message in progress: 0, SR_ROCE_K_SEND or SR_ROCE_K_WRITE */
+	uint8_t msg;		/* message in progress: SR_ROCE_K_SEND, SR_ROCE_K_WRITE or SR_RC_MSG_NONE */
 	bool have_recv;		/* a receive was taken for it */
 	uint32_t msg_off;	/* bytes placed so far */
 	uint64_t w_va;		/* WRITE in progress: RETH */
