@@ -69,12 +69,17 @@ static void test_timers(void **state)
 	assert_int_equal(sr_rc_ack_timeout_ns(1), 8192);
 	assert_int_equal(sr_rc_ack_timeout_ns(14), 4096ull << 14);	/* 67.1 ms */
 	assert_int_equal(sr_rc_ack_timeout_ns(31), 4096ull << 31);
-	assert_int_equal(sr_rc_rnr_timer_ns(0), 655360000);
-	assert_int_equal(sr_rc_rnr_timer_ns(1), 10000);
-	assert_int_equal(sr_rc_rnr_timer_ns(5), 60000);
-	assert_int_equal(sr_rc_rnr_timer_ns(14), 1280000);
-	assert_int_equal(sr_rc_rnr_timer_ns(25), 61440000);
-	assert_int_equal(sr_rc_rnr_timer_ns(31), 491520000);
+	/* the IBTA table in ms, as docs/WIRE.md §R5 lists it */
+	static const double ms[32] = {
+		655.36, 0.01,  0.02,  0.03,  0.04,   0.06,   0.08,   0.12,
+		0.16,	0.24,  0.32,  0.48,  0.64,   0.96,   1.28,   1.92,
+		2.56,	3.84,  5.12,  7.68,  10.24,  15.36,  20.48,  30.72,
+		40.96,	61.44, 81.92, 122.88, 163.84, 245.76, 327.68, 491.52,
+	};
+
+	for (uint8_t c = 0; c < 32; c++)
+		assert_int_equal(sr_rc_rnr_timer_ns(c), (uint64_t)(ms[c] * 1e6 + 0.5));
+	assert_int_equal(sr_rc_rnr_timer_ns(32 + 5), sr_rc_rnr_timer_ns(5));
 }
 
 /* One SEND of 8 packets; the 3rd is lost once. One NAK, not five; packets 3..8 again. */
@@ -287,7 +292,7 @@ static void test_rnr_infinite(void **state)
 	s = sim_new(&ra, &sa, 1);
 	s->rq_avail = 0;
 	assert_int_equal(sim_post(s, send_wr(10)), 0);
-	while (s->req.stats.rnr_naks < 50)
+	while (s->req.stats.rnr_naks < 50 && s->ncq == 0)
 		sim_run(s, 1, s->now + sr_rc_rnr_timer_ns(1));
 	assert_int_equal(s->ncq, 0);
 	s->rq_avail = 1;
@@ -352,13 +357,15 @@ static void test_dup_read(void **state)
 	assert_int_equal(sim_post(s, (struct sr_rc_wr){ .op = SR_RC_WR_READ, .length = 700,
 							 .remote_addr = SIM_MEM_BASE + 1000,
 							 .rkey = SIM_RKEY }), 0);
-	assert_int_equal(sim_post(s, send_wr(5)), 0);
-	sim_run(s, 2, 100 * MS);
+	sim_run(s, 1, 100 * MS);
 	check_cq(s, 0, 0, IBV_WC_SUCCESS);
-	check_cq(s, 1, 1, IBV_WC_SUCCESS);
 	assert_memory_equal(s->data[0], s->mem + 1000, 700);
 	assert_int_equal(s->resp.stats.dup_reads, 1);
+	/* the 3rd response revealed the gap at once, no timeout was needed */
 	assert_int_equal(s->req.stats.timeouts, 0);
+	/* FIRST, MIDDLE (lost), LAST; then the rest again: FIRST, LAST */
+	assert_int_equal(sim_count(s, SIM_RESP, 0xff), 5);
+	assert_int_equal(sim_count(s, SIM_RESP, OPC(SR_ROCE_READ_RESP_FIRST)), 2);
 	for (uint32_t i = 0; i < s->nlog; i++) {
 		if (s->log[i].dir != SIM_REQ || s->log[i].opcode != OPC(SR_ROCE_READ_REQ))
 			continue;
@@ -372,8 +379,45 @@ static void test_dup_read(void **state)
 		}
 	}
 	assert_int_equal(nreq, 2);
-	/* the SEND after the READ took PSN 43 */
-	assert_int_equal(s->req.max_psn, 44);
+	assert_int_equal(s->req.max_psn, 43);
+	sim_free(s);
+}
+
+/* A READ's only response is lost; the ACK of the SEND after it says so (implied NAK):
+ * the READ is asked again without waiting for the timeout. */
+static int drop_read_only_once(struct sim *s, int dir, const struct sr_roce_pkt *p,
+			       uint32_t nth)
+{
+	(void)nth;
+	return dir == SIM_RESP && p->opcode == OPC(SR_ROCE_READ_RESP_ONLY) &&
+			       s->resp.stats.dup_reads == 0 ?
+		       SIM_DROP :
+		       SIM_PASS;
+}
+
+static void test_read_implied_nak(void **state)
+{
+	struct sr_rc_req_attr ra;
+	struct sr_rc_resp_attr sa;
+	struct sim *s;
+
+	(void)state;
+	sim_attrs(&ra, &sa, 0xffffff);
+	s = sim_new(&ra, &sa, 1);
+	s->script = drop_read_only_once;
+	assert_int_equal(sim_post(s, (struct sr_rc_wr){ .op = SR_RC_WR_READ, .length = 16,
+							 .remote_addr = SIM_MEM_BASE + 32,
+							 .rkey = SIM_RKEY }), 0);
+	assert_int_equal(sim_post(s, send_wr(5)), 0);
+	sim_run(s, 2, 100 * MS);
+	check_cq(s, 0, 0, IBV_WC_SUCCESS);
+	check_cq(s, 1, 1, IBV_WC_SUCCESS);
+	assert_memory_equal(s->data[0], s->mem + 32, 16);
+	assert_int_equal(s->req.stats.timeouts, 0);
+	assert_int_equal(s->req.stats.implied_naks, 1);
+	assert_int_equal(s->resp.stats.dup_reads, 1);
+	assert_int_equal(s->nrcv, 1);
+	assert_int_equal(s->req.max_psn, 1);	/* READ at 0xffffff, SEND at 0 */
 	sim_free(s);
 }
 
@@ -737,7 +781,8 @@ static void one_seed(uint64_t seed)
 		s->rq_refill = 3;
 		s->rq_next_refill = 40000;
 	}
-	for (uint32_t posted = 0; posted < nwr || s->ncq < nwr;) {
+	for (uint32_t posted = 0, rounds = 0; posted < nwr || s->ncq < nwr; rounds++) {
+		assert_true(rounds < 10 * nwr);	/* each round completes one or times out */
 		while (posted < nwr && sr_rc_req_outstanding(&s->req) < ra.sq_depth) {
 			struct sr_rc_wr wr = { 0 };
 			uint32_t k = (uint32_t)(sim_rnd(s) % 8);
@@ -874,6 +919,7 @@ int main(void)
 		cmocka_unit_test(test_rnr_infinite),
 		cmocka_unit_test(test_rnr_write_imm),
 		cmocka_unit_test(test_dup_read),
+		cmocka_unit_test(test_read_implied_nak),
 		cmocka_unit_test(test_dup_atomic),
 		cmocka_unit_test(test_remote_access_error),
 		cmocka_unit_test(test_invalid_request_length),
