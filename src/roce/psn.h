@@ -3,7 +3,7 @@
  * 24-bit packet sequence numbers (IBTA vol 1 §9.7.1): they count modulo 2^24, and one PSN
  * is before another when it is less than 2^23 steps behind it. Both ends of an RC
  * connection keep far fewer than 2^23 PSNs outstanding, so the comparison is unambiguous.
- * docs/WIRE.md "RC reliability: what softrdma does".
+ * docs/WIRE.md §R10.
  */
 #ifndef SR_ROCE_PSN_H
 #define SR_ROCE_PSN_H

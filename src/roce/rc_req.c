@@ -5,7 +5,7 @@
  * PSNs are given to a request when its first packet goes out and never change; going back
  * (NAK, timeout, RNR) moves the cursor to the oldest unacknowledged PSN and sends from
  * there again, mid-message if need be. Facts from IBTA vol 1 ch. 9 and Linux rxe
- * (docs/WIRE.md §R5 and "RC reliability: what softrdma does").
+ * (docs/WIRE.md §R5, §R10).
  */
 #include "roce/rc_req.h"
 

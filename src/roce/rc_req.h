@@ -5,7 +5,7 @@
  * responses, ATOMIC ACK), retransmits go-back-N, and completes the work requests in order.
  * No sockets, threads or clock reads: the owner (the RoCE transport) passes the time in,
  * pulls the packets to send, feeds the responses received, and asks when to call
- * sr_rc_req_tick() next. docs/WIRE.md "RC reliability: what softrdma does".
+ * sr_rc_req_tick() next. docs/WIRE.md §R10.
  *
  * Use:
  *   sr_rc_req_init(&r, &attr, &ops, ctx)        once; sr_rc_req_fini() at the end

@@ -3,8 +3,8 @@
  * RC responder (roce/rc_resp.h). A request is new when its PSN is the expected one, a
  * duplicate when it is behind (in the 2^23 PSNs before), out of sequence when ahead.
  * Responses wait in a small ring in PSN order; plain ACKs merge into an ACK at the ring's
- * tail. Facts from IBTA vol 1 ch. 9 and Linux rxe (docs/WIRE.md §R5 and "RC reliability:
- * what softrdma does").
+ * tail. Facts from IBTA vol 1 ch. 9 and Linux rxe (docs/WIRE.md §R5,
+ * §R10).
  */
 #include "roce/rc_resp.h"
 

@@ -4,7 +4,7 @@
  * request's PSN against the expected one, executes new requests in order through the
  * owner's callbacks, answers duplicates without executing them twice, and queues the
  * responses (ACK, NAK, RNR NAK, READ responses, ATOMIC ACK) for the owner to pull and send.
- * docs/WIRE.md "RC reliability: what softrdma does".
+ * docs/WIRE.md §R10.
  *
  * Use:
  *   sr_rc_resp_init(&s, &attr, &ops, ctx)       once; sr_rc_resp_fini() at the end
