@@ -754,9 +754,9 @@ static void one_seed(uint64_t seed)
 	struct sr_rc_req_attr ra;
 	struct sr_rc_resp_attr sa;
 	static const uint32_t windows[] = { 2, 4, 8, 16, 64 };
-	const uint32_t nwr = 80;
-	uint32_t psn, nfa = 0, fa_seen = 0, rcv = 0, wslot = 0;
-	uint64_t fa_val = 0;
+	const uint32_t nwr = 90;
+	uint32_t psn, nfa = 0, ncs = 0, fa_seen = 0, rcv = 0, wslot = 0;
+	uint64_t fa_val = 0, cs_val = 0;
 	struct sim *s;
 
 	sim_attrs(&ra, &sa, 0);
@@ -771,7 +771,7 @@ static void one_seed(uint64_t seed)
 		ra.sq_depth = 4 + sim_rnd(&tmp) % 16;
 	}
 	s = sim_new(&ra, &sa, seed);
-	memset(s->mem + 120 * 1024, 0, 8);
+	memset(s->mem + 120 * 1024, 0, 16);
 	s->drop_pct[0] = s->drop_pct[1] = (unsigned int)(sim_rnd(s) % 8);
 	s->dup_pct[0] = s->dup_pct[1] = (unsigned int)(sim_rnd(s) % 5);
 	s->jitter = sim_rnd(s) % 3 ? sim_rnd(s) % 30000 : 0;
@@ -785,7 +785,7 @@ static void one_seed(uint64_t seed)
 		assert_true(rounds < 10 * nwr);	/* each round completes one or times out */
 		while (posted < nwr && sr_rc_req_outstanding(&s->req) < ra.sq_depth) {
 			struct sr_rc_wr wr = { 0 };
-			uint32_t k = (uint32_t)(sim_rnd(s) % 8);
+			uint32_t k = (uint32_t)(sim_rnd(s) % 9);
 
 			wr.length = (uint32_t)(sim_rnd(s) % (4 * 256 + 1));
 			switch (k) {
@@ -794,7 +794,7 @@ static void one_seed(uint64_t seed)
 				wr.op = SR_RC_WR_SEND;
 				break;
 			case 2:
-				wr.op = SR_RC_WR_SEND_IMM;
+				wr.op = posted % 2 ? SR_RC_WR_SEND_INV : SR_RC_WR_SEND_IMM;
 				wr.imm = (uint32_t)posted;
 				break;
 			case 3:
@@ -809,6 +809,15 @@ static void one_seed(uint64_t seed)
 				wr.op = SR_RC_WR_READ;
 				wr.remote_addr = SIM_MEM_BASE + sim_rnd(s) % (64 * 1024);
 				wr.rkey = SIM_RKEY;
+				break;
+			case 8:	/* succeeds exactly when executed exactly once */
+				wr.op = SR_RC_WR_CMP_SWAP;
+				wr.length = 8;
+				wr.remote_addr = SIM_MEM_BASE + 120 * 1024 + 8;
+				wr.rkey = SIM_RKEY;
+				wr.compare = ncs;
+				wr.swap_add = ncs + 1;
+				ncs++;
 				break;
 			default:
 				wr.op = SR_RC_WR_FETCH_ADD;
@@ -839,6 +848,8 @@ static void one_seed(uint64_t seed)
 						    w->length);
 			if (w->op == SR_RC_WR_FETCH_ADD)
 				assert_int_equal(s->orig[id], fa_val++);
+			if (w->op == SR_RC_WR_CMP_SWAP)
+				assert_int_equal(s->orig[id], cs_val++);
 		}
 	}
 	assert_int_equal(s->ncq, nwr);
@@ -849,11 +860,15 @@ static void one_seed(uint64_t seed)
 		if (w->op == SR_RC_WR_WRITE || w->op == SR_RC_WR_WRITE_IMM)
 			assert_memory_equal(s->mem + (w->remote_addr - SIM_MEM_BASE), s->data[id],
 					    w->length);
-		if (w->op == SR_RC_WR_SEND || w->op == SR_RC_WR_SEND_IMM) {
+		if (w->op == SR_RC_WR_SEND || w->op == SR_RC_WR_SEND_IMM ||
+		    w->op == SR_RC_WR_SEND_INV) {
 			check_recv(s, rcv, id);
 			assert_int_equal(s->rcv[rcv].info.with_imm, w->op == SR_RC_WR_SEND_IMM);
+			assert_int_equal(s->rcv[rcv].info.with_inv, w->op == SR_RC_WR_SEND_INV);
 			if (w->op == SR_RC_WR_SEND_IMM)
 				assert_int_equal(s->rcv[rcv].info.imm, id);
+			if (w->op == SR_RC_WR_SEND_INV)
+				assert_int_equal(s->rcv[rcv].info.inv_rkey, id);
 			rcv++;
 		}
 		if (w->op == SR_RC_WR_WRITE_IMM) {
@@ -865,7 +880,7 @@ static void one_seed(uint64_t seed)
 		}
 	}
 	assert_int_equal(s->nrcv, rcv);
-	assert_int_equal(s->natomic_exec, nfa);
+	assert_int_equal(s->natomic_exec, nfa + ncs);
 	tot.pkts += s->req.stats.pkts;
 	tot.retrans += s->req.stats.retrans_pkts;
 	tot.timeouts += s->req.stats.timeouts;
@@ -880,6 +895,8 @@ static void one_seed(uint64_t seed)
 
 		memcpy(&v, s->mem + 120 * 1024, 8);
 		assert_int_equal(v, fa_val);	/* each FETCH_ADD executed once */
+		memcpy(&v, s->mem + 120 * 1024 + 8, 8);
+		assert_int_equal(v, cs_val);
 	}
 	sim_free(s);
 }
