@@ -576,6 +576,53 @@ static void test_long_message_small_window(void **state)
 	sim_free(s);
 }
 
+/* PSNs wrap at 2^24: a SEND of 6 packets from 0xfffffd loses the packet with PSN 0 once;
+ * the NAK names PSN 0, the requester goes back across the wrap, and a packet from before
+ * the wrap is then a duplicate to the responder. */
+static int drop_psn0_once(struct sim *s, int dir, const struct sr_roce_pkt *p, uint32_t nth)
+{
+	(void)nth;
+	return dir == SIM_REQ && p->psn == 0 && s->resp.stats.seq_naks == 0 ? SIM_DROP : SIM_PASS;
+}
+
+static void test_psn_wrap(void **state)
+{
+	struct sr_rc_req_attr ra;
+	struct sr_rc_resp_attr sa;
+	struct sr_rc_resp_tx tx;
+	struct sr_roce_pkt p = { 0 };
+	struct sim *s;
+
+	(void)state;
+	sim_attrs(&ra, &sa, 0xfffffd);
+	s = sim_new(&ra, &sa, 1);
+	s->script = drop_psn0_once;
+	assert_int_equal(sim_post(s, send_wr(6 * 256)), 0);
+	assert_int_equal(sim_post(s, send_wr(1)), 0);
+	sim_run(s, 2, 100 * MS);
+	check_cq(s, 0, 0, IBV_WC_SUCCESS);
+	check_cq(s, 1, 1, IBV_WC_SUCCESS);
+	check_recv(s, 0, 0);
+	check_recv(s, 1, 1);
+	assert_int_equal(s->resp.stats.seq_naks, 1);
+	assert_int_equal(s->req.stats.timeouts, 0);
+	assert_int_equal(s->req.stats.retrans_pkts, 4);	/* PSNs 0, 1, 2, 3 */
+	assert_int_equal(s->req.una, 4);
+	assert_int_equal(s->resp.epsn, 4);
+	/* 0xfffffe is 6 behind 4: a duplicate, acknowledged with PSN 3 */
+	p.opcode = OPC(SR_ROCE_SEND_MIDDLE);
+	p.op = sr_roce_opinfo(p.opcode);
+	p.psn = 0xfffffe;
+	p.payload_len = 256;
+	p.payload = s->data[0];
+	sr_rc_resp_recv(&s->resp, &p);
+	assert_int_equal(sr_rc_resp_next(&s->resp, &tx), 1);
+	assert_int_equal(tx.hdr.syndrome, SR_AETH_ACK_NO_CREDIT);
+	assert_int_equal(tx.hdr.psn, 3);
+	assert_int_equal(s->nrcv, 2);
+	sim_free(s);
+}
+
 /* ---- the responder alone, fed crafted packets ---- */
 
 static struct sr_roce_pkt mk(uint8_t oper, uint32_t psn, bool ackreq, uint32_t plen)
@@ -942,6 +989,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_request_length),
 		cmocka_unit_test(test_inflight_bound),
 		cmocka_unit_test(test_long_message_small_window),
+		cmocka_unit_test(test_psn_wrap),
 		cmocka_unit_test(test_responder_direct),
 		cmocka_unit_test(test_responder_sizes_ack_every),
 		cmocka_unit_test(test_requester_nak_status),
