@@ -169,19 +169,21 @@ static void progress(struct sr_rc_req *r, uint32_t psn, uint64_t now)
 }
 
 /* Go back to una and send again. @forced: a timeout, which always counts; a NAK or a
- * missing response does not go back twice to the same PSN without progress between. */
-static void go_back(struct sr_rc_req *r, bool forced)
+ * missing response does not go back twice to the same PSN without progress between.
+ * Returns true when it went back (or failed for want of retries). */
+static bool go_back(struct sr_rc_req *r, bool forced)
 {
 	if (r->rewound && !forced)
-		return;
+		return false;
 	if (r->retry_left == 0) {
 		fail(r, IBV_WC_RETRY_EXC_ERR);
-		return;
+		return true;
 	}
 	r->retry_left--;
 	r->rewound = true;
 	r->ack_deadline = SR_RC_NEVER;
 	set_cursor(r, r->una);
+	return true;
 }
 
 /*
@@ -199,9 +201,8 @@ static bool ack_upto(struct sr_rc_req *r, uint32_t lim, uint64_t now)
 			uint32_t got = w->wr.op == SR_RC_WR_READ ? read_next_psn(r, w) : w->first_psn;
 
 			if (sr_psn_diff(lim, got) > 0) {
-				r->stats.implied_naks++;
 				progress(r, got, now);
-				go_back(r, false);
+				r->stats.implied_naks += go_back(r, false);
 				return false;
 			}
 			break;
@@ -289,10 +290,8 @@ static void recv_read_resp(struct sr_rc_req *r, const struct sr_roce_pkt *pkt, u
 	d = sr_psn_diff(pkt->psn, want);
 	if (d != 0) {
 		r->stats.dropped++;
-		if (d > 0) {	/* a response before this one was lost */
-			r->stats.implied_naks++;
-			go_back(r, false);
-		}
+		if (d > 0)	/* a response before this one was lost */
+			r->stats.implied_naks += go_back(r, false);
 		return;
 	}
 	/* After a READ was asked again for its rest, the rest's responses start over with

@@ -116,7 +116,8 @@ struct sr_rc_req_tx {
 
 struct sr_rc_req_stats {
 	uint64_t pkts, retrans_pkts;	/* packets produced; those sent more than once */
-	uint64_t timeouts, seq_naks, implied_naks, rnr_naks;
+	uint64_t timeouts, seq_naks, rnr_naks;	/* received / happened */
+	uint64_t implied_naks;		/* went back for a lost READ or atomic answer */
 	uint64_t dropped;		/* responses ignored (stale, duplicate, malformed) */
 	uint32_t max_inflight;		/* most PSNs ever outstanding */
 };
