@@ -789,6 +789,101 @@ static void test_requester_nak_status(void **state)
 	nak_status(SR_AETH_NAK_INV_RD_REQ, IBV_WC_REM_OP_ERR);
 }
 
+/* A peer that sends nonsense: random opcodes, PSNs near the window, syndromes, lengths and
+ * keys into both ends. Nothing may crash (the ASan build runs this too), completions stay
+ * in posting order, READ data stays inside its buffer (sim_read_data checks), and every
+ * packet either end emits can be encoded (sim_emit checks). */
+static void test_random_input(void **state)
+{
+	static uint8_t junk[4096 + 64];
+	struct sr_rc_req_attr ra;
+	struct sr_rc_resp_attr sa;
+	uint32_t st[IBV_WC_GENERAL_ERR + 1] = { 0 };
+	uint64_t rcvd = 0;
+
+	(void)state;
+	for (uint64_t seed = 1; seed <= 150; seed++) {
+		struct sim *s;
+
+		sim_attrs(&ra, &sa, seed % 2 ? 0xfffff0 : 7);
+		sa.ack_every = (uint32_t)(seed % 4);
+		s = sim_new(&ra, &sa, seed);
+		for (size_t i = 0; i < sizeof(junk); i++)
+			junk[i] = (uint8_t)sim_rnd(s);
+		for (int step = 0; step < 450; step++) {	/* < SIM_MAX_WR posts */
+			struct sr_roce_pkt p = { 0 };
+			uint64_t x = sim_rnd(s);
+			uint32_t base;
+
+			if (sr_rc_req_outstanding(&s->req) < 8) {
+				struct sr_rc_wr w = { .op = (uint8_t)(x % 8),
+						      .length = (uint32_t)(x >> 8) % 2000,
+						      .remote_addr = SIM_MEM_BASE + 8 * ((x >> 20) % 64),
+						      .rkey = SIM_RKEY };
+
+				if (w.op == SR_RC_WR_CMP_SWAP || w.op == SR_RC_WR_FETCH_ADD)
+					w.length = 8;
+				assert_int_equal(sim_post(s, w), 0);
+			}
+			x = sim_rnd(s);
+			do
+				p.op = sr_roce_opinfo((uint8_t)(x & 0x1f));
+			while (!p.op && (x = sim_rnd(s)));
+			p.opcode = p.op->opcode;
+			base = p.op->flags & SR_ROCE_F_RESP ? s->req.una : s->resp.epsn;
+			p.psn = sr_psn_add(base, (uint32_t)((x >> 8) % 40) + SR_PSN_MASK - 4);
+			p.ackreq = (x >> 16) & 1;
+			p.syndrome = (uint8_t)((x >> 17) & 0x60) |
+				     (uint8_t)((x >> 19) & 1 ? (x >> 20) % 5 : (x >> 20) & 0x1f);
+			p.msn = (uint32_t)(x >> 24) & SR_PSN_MASK;
+			x = sim_rnd(s);
+			p.payload_len = p.op->flags & SR_ROCE_F_PAYLOAD ?
+						(x % 4 ? 256 : (uint32_t)(x >> 8) % 300) :
+						0;
+			p.payload = junk;
+			p.va = x % 3 ? SIM_MEM_BASE + ((x >> 12) % 4096) : x;
+			p.rkey = x % 5 ? SIM_RKEY : (uint32_t)(x >> 32);
+			p.dma_len = (uint32_t)(x >> 40) % (x % 2 ? 2048 : 0xffffffu);
+			p.orig = x;
+			if (p.op->flags & SR_ROCE_F_RESP)
+				sr_rc_req_recv(&s->req, &p, s->now);
+			else if ((p.opcode & SR_ROCE_CLASS_MASK) == SR_ROCE_RC)
+				sr_rc_resp_recv(&s->resp, &p);
+			s->now += 1000 + sim_rnd(s) % 400000;
+			if (s->now >= sr_rc_req_deadline(&s->req))
+				sr_rc_req_tick(&s->req, s->now);
+			sim_pump(s);
+			s->qn[0] = s->qn[1] = 0;	/* what was sent is lost */
+			s->nlog = 0;
+			if (s->req.state == SR_RC_REQ_ERROR) {
+				/* start over with a fresh requester */
+				sr_rc_req_fini(&s->req);
+				assert_int_equal(sr_rc_req_init(&s->req, &ra, &sim_req_ops, s), 0);
+			}
+			if (s->resp.state == SR_RC_RESP_ERROR) {
+				free(s->cur_rbuf);
+				s->cur_rbuf = NULL;
+				sr_rc_resp_fini(&s->resp);
+				assert_int_equal(sr_rc_resp_init(&s->resp, &sa, &sim_resp_ops, s), 0);
+			}
+		}
+		for (uint32_t i = 1; i < s->ncq; i++)
+			assert_true(s->cq_id[i] > s->cq_id[i - 1]);
+		for (uint32_t i = 0; i < s->ncq; i++)
+			st[s->cq_st[i] <= IBV_WC_GENERAL_ERR ? s->cq_st[i] : IBV_WC_GENERAL_ERR]++;
+		rcvd += s->nrcv;
+		sim_free(s);
+	}
+	printf("random input: %u success, %u flushed, %u remote access, %u invalid request, "
+	       "%u remote op, %u retry exceeded, %u RNR retry exceeded; %llu receives\n",
+	       st[IBV_WC_SUCCESS], st[IBV_WC_WR_FLUSH_ERR], st[IBV_WC_REM_ACCESS_ERR],
+	       st[IBV_WC_REM_INV_REQ_ERR], st[IBV_WC_REM_OP_ERR], st[IBV_WC_RETRY_EXC_ERR],
+	       st[IBV_WC_RNR_RETRY_EXC_ERR], (unsigned long long)rcvd);
+	/* the nonsense reached the completion paths, not just the drop counters */
+	assert_true(st[IBV_WC_SUCCESS] && st[IBV_WC_WR_FLUSH_ERR] && st[IBV_WC_REM_ACCESS_ERR] &&
+		    st[IBV_WC_REM_INV_REQ_ERR] && st[IBV_WC_REM_OP_ERR] && rcvd);
+}
+
 /* ---- many seeds over a lossy link ---- */
 
 /* Totals over the seeds, printed at the end to show the link really misbehaved. */
@@ -993,6 +1088,7 @@ int main(void)
 		cmocka_unit_test(test_responder_direct),
 		cmocka_unit_test(test_responder_sizes_ack_every),
 		cmocka_unit_test(test_requester_nak_status),
+		cmocka_unit_test(test_random_input),
 		cmocka_unit_test(test_lossy_seeds),
 	};
 
