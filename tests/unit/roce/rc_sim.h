@@ -312,7 +312,8 @@ static inline void sim_emit(struct sim *s, int dir, const struct sr_roce_pkt *h,
 	struct sim_sent *l = &s->log[s->nlog++ & 0xffff];
 
 	assert_true(hl > 0);
-	memcpy(pk.buf + hl, payload, plen);
+	if (plen)
+		memcpy(pk.buf + hl, payload, plen);
 	memset(pk.buf + hl + plen, 0, pad + SR_ROCE_ICRC_LEN);
 	pk.len = (uint32_t)hl + plen + pad + SR_ROCE_ICRC_LEN;
 	*l = (struct sim_sent){ .t = s->now, .dir = dir, .opcode = h->opcode, .psn = h->psn,
