@@ -4,8 +4,9 @@
  * tables; a requester and a responder over a simulated link (tests/unit/roce/rc_sim.h) with
  * scripted losses: sequence error NAK and go-back-N, ACK timeout, retry exhaustion, RNR
  * NAK and its retries, duplicate READ and atomic, remote access and invalid request errors,
- * the in-flight bound, the PSN wrap; the responder fed crafted packets; and many seeds of a
- * mixed workload over a lossy, duplicating, reordering link.
+ * the in-flight bound, the PSN wrap; the responder fed crafted packets; random packets fed
+ * to both ends; and many seeds of a mixed workload over a lossy, duplicating, reordering
+ * link.
  */
 #include <errno.h>
 #include <stdarg.h>
