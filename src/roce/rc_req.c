@@ -116,16 +116,21 @@ static void complete_head(struct sr_rc_req *r, enum ibv_wc_status st)
 	r->ops->complete(r->ctx, &wr, st);
 }
 
+void sr_rc_req_flush(struct sr_rc_req *r)
+{
+	r->state = SR_RC_REQ_ERROR;
+	r->ack_deadline = r->rnr_deadline = SR_RC_NEVER;
+	while (r->head != r->tail)
+		complete_head(r, IBV_WC_WR_FLUSH_ERR);
+}
+
 /* The head request failed with @st: it completes so, the rest flush, the QP is in error. */
 static void fail(struct sr_rc_req *r, enum ibv_wc_status st)
 {
 	r->state = SR_RC_REQ_ERROR;
-	r->ack_deadline = r->rnr_deadline = SR_RC_NEVER;
-	if (r->head == r->tail)
-		return;
-	complete_head(r, st);
-	while (r->head != r->tail)
-		complete_head(r, IBV_WC_WR_FLUSH_ERR);
+	if (r->head != r->tail)
+		complete_head(r, st);
+	sr_rc_req_flush(r);
 }
 
 /* Send again from PSN @x: the request holding it, at the packet it starts. */

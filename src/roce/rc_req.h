@@ -166,6 +166,11 @@ uint64_t sr_rc_req_deadline(const struct sr_rc_req *r);
 /* Run the ACK timeout and the RNR timer if due at @now. */
 void sr_rc_req_tick(struct sr_rc_req *r, uint64_t now);
 
+/* The owner moves the QP to the error state (ibv_modify_qp to IBV_QPS_ERR, the responder
+ * side failed, the peer is gone): every request not completed completes with
+ * IBV_WC_WR_FLUSH_ERR, in order, and so will any posted later. */
+void sr_rc_req_flush(struct sr_rc_req *r);
+
 /* PSNs sent and not acknowledged (what the window bounds). */
 uint32_t sr_rc_req_inflight(const struct sr_rc_req *r);
 

@@ -781,6 +781,32 @@ static void nak_status(uint8_t code, enum ibv_wc_status want)
 	sim_free(s);
 }
 
+/* The owner flushes: in order, all of them, later posts too; nothing more is sent. */
+static void test_requester_flush(void **state)
+{
+	struct sr_rc_req_attr ra;
+	struct sr_rc_resp_attr sa;
+	struct sr_rc_req_tx tx;
+	struct sim *s;
+
+	(void)state;
+	sim_attrs(&ra, &sa, 0);
+	s = sim_new(&ra, &sa, 1);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(sim_post(s, send_wr(600)), 0);
+	assert_int_equal(sr_rc_req_next(&s->req, 0, &tx), 1);
+	assert_true(sr_rc_req_deadline(&s->req) != SR_RC_NEVER);
+	sr_rc_req_flush(&s->req);
+	for (uint32_t i = 0; i < 4; i++)
+		check_cq(s, i, i, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(s->ncq, 4);
+	assert_int_equal(sr_rc_req_next(&s->req, 0, &tx), 0);
+	assert_true(sr_rc_req_deadline(&s->req) == SR_RC_NEVER);
+	assert_int_equal(sim_post(s, send_wr(1)), 0);
+	check_cq(s, 4, 4, IBV_WC_WR_FLUSH_ERR);
+	sim_free(s);
+}
+
 static void test_requester_nak_status(void **state)
 {
 	(void)state;
@@ -1089,6 +1115,7 @@ int main(void)
 		cmocka_unit_test(test_responder_direct),
 		cmocka_unit_test(test_responder_sizes_ack_every),
 		cmocka_unit_test(test_requester_nak_status),
+		cmocka_unit_test(test_requester_flush),
 		cmocka_unit_test(test_random_input),
 		cmocka_unit_test(test_lossy_seeds),
 	};
