@@ -120,14 +120,18 @@ void sr_rc_req_flush(struct sr_rc_req *r)
 {
 	r->state = SR_RC_REQ_ERROR;
 	r->ack_deadline = r->rnr_deadline = SR_RC_NEVER;
+	r->flushing = true;
 	while (r->head != r->tail)
 		complete_head(r, IBV_WC_WR_FLUSH_ERR);
+	r->flushing = false;
 }
 
-/* The head request failed with @st: it completes so, the rest flush, the QP is in error. */
+/* The head request failed with @st: it completes so, the rest flush, the QP is in error.
+ * A request posted from the completion callbacks completes after the older ones. */
 static void fail(struct sr_rc_req *r, enum ibv_wc_status st)
 {
 	r->state = SR_RC_REQ_ERROR;
+	r->flushing = true;
 	if (r->head != r->tail)
 		complete_head(r, st);
 	sr_rc_req_flush(r);
@@ -369,7 +373,7 @@ int sr_rc_req_post(struct sr_rc_req *r, const struct sr_rc_wr *wr)
 	    (is_atomic(wr->op) && wr->length != 8) ||
 	    (is_rdat(wr->op) && r->attr.max_rd_atomic == 0))
 		return -EINVAL;
-	if (r->state == SR_RC_REQ_ERROR) {
+	if (r->state == SR_RC_REQ_ERROR && !r->flushing) {
 		r->ops->complete(r->ctx, wr, IBV_WC_WR_FLUSH_ERR);
 		return 0;
 	}

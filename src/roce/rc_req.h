@@ -137,6 +137,7 @@ struct sr_rc_req {
 	uint32_t since_ackreq;	/* packets since the last with AckReq */
 	uint8_t retry_left, rnr_left;
 	bool rewound;		/* went back to una already, no progress since */
+	bool flushing;		/* inside sr_rc_req_flush(): posts queue behind the rest */
 	uint64_t ack_deadline, rnr_deadline;
 	struct sr_rc_req_stats stats;
 };

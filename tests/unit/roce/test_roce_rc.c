@@ -807,6 +807,50 @@ static void test_requester_flush(void **state)
 	sim_free(s);
 }
 
+/* A request posted from a completion callback while the queue flushes completes after the
+ * older ones. */
+static int repost;
+
+static void complete_and_post(void *ctx, const struct sr_rc_wr *wr, enum ibv_wc_status st)
+{
+	sim_complete(ctx, wr, st);
+	if (repost-- > 0)
+		assert_int_equal(sim_post(ctx, send_wr(1)), 0);
+}
+
+static const struct sr_rc_req_ops repost_ops = {
+	.read_data = sim_read_data,
+	.atomic_orig = sim_atomic_orig,
+	.complete = complete_and_post,
+};
+
+static void test_requester_post_in_callback(void **state)
+{
+	struct sr_rc_req_attr ra;
+	struct sr_rc_resp_attr sa;
+	struct sim *s;
+
+	(void)state;
+	sim_attrs(&ra, &sa, 0);
+	ra.retry_cnt = 0;
+	s = sim_new(&ra, &sa, 1);
+	sr_rc_req_fini(&s->req);
+	assert_int_equal(sr_rc_req_init(&s->req, &ra, &repost_ops, s), 0);
+	s->script = drop_all_req;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(sim_post(s, send_wr(10)), 0);
+	repost = 2;
+	sim_run(s, 5, 100 * MS);
+	assert_int_equal(s->ncq, 5);
+	check_cq(s, 0, 0, IBV_WC_RETRY_EXC_ERR);
+	for (uint32_t i = 1; i < 5; i++)
+		check_cq(s, i, i, IBV_WC_WR_FLUSH_ERR);
+	/* outside a flush a post in the error state completes at once */
+	assert_int_equal(sim_post(s, send_wr(1)), 0);
+	check_cq(s, 5, 5, IBV_WC_WR_FLUSH_ERR);
+	sim_free(s);
+}
+
 static void test_requester_nak_status(void **state)
 {
 	(void)state;
@@ -1116,6 +1160,7 @@ int main(void)
 		cmocka_unit_test(test_responder_sizes_ack_every),
 		cmocka_unit_test(test_requester_nak_status),
 		cmocka_unit_test(test_requester_flush),
+		cmocka_unit_test(test_requester_post_in_callback),
 		cmocka_unit_test(test_random_input),
 		cmocka_unit_test(test_lossy_seeds),
 	};
