@@ -9,6 +9,7 @@
  * (-ETIMEDOUT), anything else (malformed Reply, negotiation failure) CONNECT_ERROR.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -218,18 +219,18 @@ static bool sr_cm_active_read_reply(struct sr_cm_conn *c)
 	return true;
 }
 
-void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events)
+/*
+ * The TCP connect and the Request's sending, given the socket's events (lock held, c live).
+ * Returns true when it released the lock (a failure reported, c may be gone), false when
+ * it still holds it: then c->phase says how far it got (SR_CONN_READ_REPLY: the Request is
+ * out and the accept deadline armed).
+ */
+static bool sr_cm_active_send_req(struct sr_cm_conn *c, uint32_t events)
 {
 	socklen_t len = sizeof(int);
 	int soerr = 0, r;
 
-	pthread_mutex_lock(&sr_cm_lock);
-	if (c->dead) {
-		pthread_mutex_unlock(&sr_cm_lock);
-		return;
-	}
-	switch (c->phase) {
-	case SR_CONN_TCP_CONNECT:
+	if (c->phase == SR_CONN_TCP_CONNECT) {
 		if (getsockopt(c->sock.fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
 			soerr = errno;
 		if (!soerr && (events & (EPOLLERR | EPOLLHUP)))
@@ -237,38 +238,51 @@ void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events)
 		if (soerr) {
 			/* RST from a port nobody listens on: ECONNREFUSED, REJECTED */
 			sr_cm_active_fail(c, sr_cm_fail_type(-soerr), -soerr, NULL);
-			return;
+			return true;
 		}
 		if (!(events & EPOLLOUT))
-			break;
+			return false;
 		c->phase = SR_CONN_SEND_REQ;
-		/* fall through */
-	case SR_CONN_SEND_REQ:
-		while (c->off < c->len) {
-			ssize_t n = send(c->sock.fd, c->buf + c->off, c->len - c->off,
-					 MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
+	while (c->off < c->len) {
+		ssize_t n = send(c->sock.fd, c->buf + c->off, c->len - c->off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
 
-			if (n > 0) {
-				c->off += (size_t)n;
-			} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-				pthread_mutex_unlock(&sr_cm_lock);
-				return;
-			} else if (n < 0 && errno != EINTR) {
-				r = -errno;
-				sr_cm_active_fail(c, sr_cm_fail_type(r == -EPIPE ? -ECONNRESET : r),
-						  r == -EPIPE ? -ECONNRESET : r, NULL);
-				return;
-			}
+		if (n > 0) {
+			c->off += (size_t)n;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			return false;
+		} else if (n < 0 && errno != EINTR) {
+			r = -errno;
+			sr_cm_active_fail(c, sr_cm_fail_type(r == -EPIPE ? -ECONNRESET : r),
+					  r == -EPIPE ? -ECONNRESET : r, NULL);
+			return true;
 		}
-		sr_cm_request_sent(c);
-		/* the peer's application may take its time now (SR_CM_ACCEPT_TIMEOUT_MS) */
-		r = sr_engine_mod(&c->sock, EPOLLIN | EPOLLRDHUP);
-		if (!r)
-			r = sr_cm_conn_arm_timer(c, sr_cm_accept_timeout_ms());
-		if (r) {
-			sr_cm_active_fail(c, RDMA_CM_EVENT_CONNECT_ERROR, r, NULL);
+	}
+	sr_cm_request_sent(c);
+	/* the peer's application may take its time now (SR_CM_ACCEPT_TIMEOUT_MS) */
+	r = sr_engine_mod(&c->sock, EPOLLIN | EPOLLRDHUP);
+	if (!r)
+		r = sr_cm_conn_arm_timer(c, sr_cm_accept_timeout_ms());
+	if (r) {
+		sr_cm_active_fail(c, RDMA_CM_EVENT_CONNECT_ERROR, r, NULL);
+		return true;
+	}
+	return false;
+}
+
+void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events)
+{
+	pthread_mutex_lock(&sr_cm_lock);
+	if (c->dead) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return;
+	}
+	switch (c->phase) {
+	case SR_CONN_TCP_CONNECT:
+	case SR_CONN_SEND_REQ:
+		if (sr_cm_active_send_req(c, events))
 			return;
-		}
 		break;
 	case SR_CONN_READ_REPLY:
 		if (sr_cm_active_read_reply(c))
@@ -300,6 +314,24 @@ void sr_cm_active_timeout(struct sr_cm_conn *c)
 	 */
 	if (c->phase == SR_CONN_READ_REPLY && sr_cm_active_read_reply(c))
 		return;
+	/*
+	 * The same for the connect's deadline: the TCP connection may be up (or have failed)
+	 * and the socket writable with its event not dispatched yet. Go on as that event
+	 * would: send the Request and wait for the Reply, or report the connect's error.
+	 */
+	if (c->phase == SR_CONN_TCP_CONNECT || c->phase == SR_CONN_SEND_REQ) {
+		struct pollfd p = { .fd = c->sock.fd, .events = POLLOUT };
+
+		if (poll(&p, 1, 0) == 1) {
+			/* poll's POLLOUT, POLLERR, POLLHUP are epoll's bits on Linux */
+			if (sr_cm_active_send_req(c, (uint32_t)p.revents))
+				return;
+			if (c->phase == SR_CONN_READ_REPLY) {
+				pthread_mutex_unlock(&sr_cm_lock);
+				return;
+			}
+		}
+	}
 	sr_cm_active_fail(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
 }
 
