@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
 #include <unistd.h>
 
 #include "cm/cm_priv.h"
@@ -111,15 +113,53 @@ static void sr_cm_update_src(struct sr_cm_id *id, int fd)
 		sr_addr_store(&id->id.route.addr.src_storage, (struct sockaddr *)&ss);
 }
 
-/* The Request is out: from now on we wait for the Reply (lock held). */
+/*
+ * The Request is out: from now on we wait for the Reply (lock held). The wait is checked
+ * first after SR_CM_CONNECT_TIMEOUT_MS (sr_cm_reply_check_ms): a Request that the peer's
+ * TCP has not acknowledged by then never reached the responder (its accept queue overflowed
+ * and its kernel dropped our segments, or the path lost them), and the connect fails as one
+ * whose TCP handshake took too long. One the peer's TCP took waits the accept timeout,
+ * since the responder's application may take its time (sr_cm_active_wait_on).
+ */
 static void sr_cm_request_sent(struct sr_cm_conn *c)
 {
+	c->accepted_ns = sr_mono_ns();
 	sr_cm_update_src(c->id, c->sock.fd);
 	/* the Request is out; we send nothing more until the Reply is in */
 	c->phase = SR_CONN_READ_REPLY;
 	c->off = 0;
 	c->len = SR_MPA_RR_HDR_LEN;
 	c->hdr_done = false;
+}
+
+/* When the Reply's wait is checked first (the timer armed once the Request is out). */
+static unsigned int sr_cm_reply_check_ms(void)
+{
+	return SR_MIN(sr_cm_accept_timeout_ms(), SR_CM_CONNECT_TIMEOUT_MS);
+}
+
+/*
+ * The Reply's timer expired without a Reply (lock held, phase SR_CONN_READ_REPLY). Before
+ * the accept timeout, at the first check: if the peer's TCP has acknowledged the whole
+ * Request, wait for the rest of the accept timeout (re-armed; returns true). Otherwise
+ * (false) the connect has failed.
+ */
+static bool sr_cm_active_wait_on(struct sr_cm_conn *c)
+{
+	uint64_t waited_ms = (sr_mono_ns() - c->accepted_ns) / 1000000u;
+	unsigned int accept_ms = sr_cm_accept_timeout_ms();
+	int unacked = 0;
+
+	if (waited_ms >= accept_ms)
+		return false;
+	/* SIOCOUTQ: bytes in the send queue, sent but unacknowledged or not yet sent */
+	if (ioctl(c->sock.fd, SIOCOUTQ, &unacked) < 0 || unacked > 0) {
+		sr_dbg("id %p: the peer's TCP has not acknowledged our Request after %llu ms "
+		       "(%d bytes outstanding)", (void *)c->id, (unsigned long long)waited_ms,
+		       unacked);
+		return false;
+	}
+	return sr_cm_conn_arm_timer(c, accept_ms - (unsigned int)waited_ms) == 0;
 }
 
 /* The Reply is in c->buf (lock held; returns unlocked). */
@@ -263,7 +303,7 @@ static bool sr_cm_active_send_req(struct sr_cm_conn *c, uint32_t events)
 	/* the peer's application may take its time now (SR_CM_ACCEPT_TIMEOUT_MS) */
 	r = sr_engine_mod(&c->sock, EPOLLIN | EPOLLRDHUP);
 	if (!r)
-		r = sr_cm_conn_arm_timer(c, sr_cm_accept_timeout_ms());
+		r = sr_cm_conn_arm_timer(c, sr_cm_reply_check_ms());
 	if (r) {
 		sr_cm_active_fail(c, RDMA_CM_EVENT_CONNECT_ERROR, r, NULL);
 		return true;
@@ -314,6 +354,10 @@ void sr_cm_active_timeout(struct sr_cm_conn *c)
 	 */
 	if (c->phase == SR_CONN_READ_REPLY && sr_cm_active_read_reply(c))
 		return;
+	if (c->phase == SR_CONN_READ_REPLY && sr_cm_active_wait_on(c)) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return;
+	}
 	/*
 	 * The same for the connect's deadline: the TCP connection may be up (or have failed)
 	 * and the socket writable with its event not dispatched yet. Go on as that event
@@ -432,7 +476,7 @@ SR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 									 : EPOLLOUT);
 		if (!err)
 			err = sr_cm_conn_arm_timer(c, c->phase == SR_CONN_READ_REPLY ?
-							      sr_cm_accept_timeout_ms() :
+							      sr_cm_reply_check_ms() :
 							      SR_CM_CONNECT_TIMEOUT_MS);
 	}
 	if (err) {

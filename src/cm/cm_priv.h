@@ -65,7 +65,10 @@
 
 /* Timeouts (ms). siw uses 5 s for a Request to arrive and 10 s for the Reply. */
 #define SR_CM_REQUEST_TIMEOUT_MS 5000
-/* The initiator's TCP connection and the sending of its Request. */
+/*
+ * The initiator's TCP connection and the sending of its Request; then, as long again, the
+ * peer's TCP acknowledging the Request (one it never took fails the connect, active.c).
+ */
 #define SR_CM_CONNECT_TIMEOUT_MS 10000
 /*
  * Once the Request is out, the initiator's wait for the Reply, and (the same bound) how long
@@ -417,7 +420,8 @@ struct sr_cm_conn {
 	struct sr_cm_id *listener;      /* passive handshake: the listener */
 	struct sr_list node;            /* listener->hs_list, oldest first */
 	struct sockaddr_storage peer;   /* passive: the peer's address, from accept4 */
-	uint64_t accepted_ns;           /* passive handshake: when (CLOCK_MONOTONIC) */
+	uint64_t accepted_ns;           /* passive handshake: when (CLOCK_MONOTONIC); active:
+					 * when the Request went out */
 	struct sr_mpa_hdr_info hi;
 	bool hdr_done;                  /* hi holds the parsed header */
 	enum sr_cm_conn_tail tail;      /* what followed the frame, when the read saw it */
