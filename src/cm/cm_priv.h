@@ -71,7 +71,8 @@
  */
 #define SR_CM_CONNECT_TIMEOUT_MS 10000
 /*
- * Once the Request is out, the initiator's wait for the Reply, and (the same bound) how long
+ * Once the Request is out (and the peer's TCP has acknowledged it), the initiator's wait for
+ * the Reply, and (the same bound) how long
  * a connect request may wait for the application's answer: SOFTRDMA_ACCEPT_TIMEOUT_MS, this
  * by default. siw gives the Reply 10 s, but a responder may do real work between its
  * CONNECT_REQUEST and rdma_accept (perftest -q 8 -s 4194304 fills 64 MiB with random()
