@@ -142,7 +142,11 @@ static unsigned int sr_cm_reply_check_ms(void)
  * The Reply's timer expired without a Reply (lock held, phase SR_CONN_READ_REPLY). Before
  * the accept timeout, at the first check: if the peer's TCP has acknowledged the whole
  * Request, wait for the rest of the accept timeout (re-armed; returns true). Otherwise
- * (false) the connect has failed.
+ * (false) the connect has failed. A Request nobody took is not left to TCP: the socket is
+ * closed at once with a reset, as one still connecting is closed (sr_cm_conn_destroy), so
+ * that a responder whose queue drains later cannot get it and report to its application a
+ * connection we reported UNREACHABLE (a FIN behind the Request made all ten ESTABLISHED
+ * there in cm_overflow's setting).
  */
 static bool sr_cm_active_wait_on(struct sr_cm_conn *c)
 {
@@ -154,9 +158,13 @@ static bool sr_cm_active_wait_on(struct sr_cm_conn *c)
 		return false;
 	/* SIOCOUTQ: bytes in the send queue, sent but unacknowledged or not yet sent */
 	if (ioctl(c->sock.fd, SIOCOUTQ, &unacked) < 0 || unacked > 0) {
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
 		sr_dbg("id %p: the peer's TCP has not acknowledged our Request after %llu ms "
 		       "(%d bytes outstanding)", (void *)c->id, (unsigned long long)waited_ms,
 		       unacked);
+		setsockopt(c->sock.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		c->phase = SR_CONN_TCP_CONNECT;
 		return false;
 	}
 	return sr_cm_conn_arm_timer(c, accept_ms - (unsigned int)waited_ms) == 0;
@@ -352,18 +360,20 @@ void sr_cm_active_timeout(struct sr_cm_conn *c)
 	 * event although the Reply arrived in time. Take it rather than report UNREACHABLE to
 	 * us and a connection the responder accepted in time gone to it.
 	 */
-	if (c->phase == SR_CONN_READ_REPLY && sr_cm_active_read_reply(c))
-		return;
-	if (c->phase == SR_CONN_READ_REPLY && sr_cm_active_wait_on(c)) {
-		pthread_mutex_unlock(&sr_cm_lock);
-		return;
-	}
-	/*
-	 * The same for the connect's deadline: the TCP connection may be up (or have failed)
-	 * and the socket writable with its event not dispatched yet. Go on as that event
-	 * would: send the Request and wait for the Reply, or report the connect's error.
-	 */
-	if (c->phase == SR_CONN_TCP_CONNECT || c->phase == SR_CONN_SEND_REQ) {
+	if (c->phase == SR_CONN_READ_REPLY) {
+		if (sr_cm_active_read_reply(c))
+			return;
+		if (sr_cm_active_wait_on(c)) {
+			pthread_mutex_unlock(&sr_cm_lock);
+			return;
+		}
+	} else {
+		/*
+		 * The same for the connect's deadline: the TCP connection may be up (or have
+		 * failed) and the socket writable with its event not dispatched yet. Go on as
+		 * that event would: send the Request and wait for the Reply, or report the
+		 * connect's error.
+		 */
 		struct pollfd p = { .fd = c->sock.fd, .events = POLLOUT };
 
 		if (poll(&p, 1, 0) == 1) {

@@ -13,7 +13,8 @@
 # are established, each with its Request unacknowledged. The test waits until no initiator
 # holds an unacknowledged Request any more (with the 60 s wait: a minute), then lets the
 # server go on; the two queued connections complete, and every attempt has ended:
-# ESTABLISHED or UNREACHABLE -110, within 20 s.
+# ESTABLISHED or UNREACHABLE -110, within 20 s. The failed ones were reset, so the server
+# never gets their Requests: it ends with exactly the client's connections.
 . "$(dirname "$0")/../lib.sh"
 sr_need_cmd ip ss tc nstat
 sr_need_root
@@ -84,6 +85,13 @@ until grep -q '^held$' "$work/client"; do
 done
 echo "client: $(tr '\n' ' ' <"$work/client")"
 grep -q '^held$' "$work/client" || sr_fail "the client's connects did not all end"
+# the failed connects leave nothing that could still reach the server: once their sockets are
+# gone, the server has exactly the client's connections (a Request TCP delivered later would
+# give it connections the client reported UNREACHABLE)
+until [ -z "$(ip netns exec "$ns" ss -Htan "( dport = :$PORT )" | grep -v '^ESTAB')" ]; do
+	[ $((SECONDS - t0)) -le $((BOUND + 60)) ] || sr_fail "the failed connects' sockets stayed"
+	sleep 0.1
+done
 exec 3>&-
 wait
 echo "server: $(tr '\n' ' ' <"$work/server")"
@@ -95,4 +103,6 @@ slow=$(awk '$1 == "slowest_ms" { print $2 }' "$work/client")
 bad=$(awk '$1 == "fail" && $2 != "RDMA_CM_EVENT_UNREACHABLE:-110" { print }' "$work/client")
 [ -z "$bad" ] || sr_fail "failures other than UNREACHABLE -110: $bad"
 [ "$slow" -lt $((BOUND * 1000)) ] || sr_fail "an attempt took $slow ms to end"
+grep -q "^server_established $est\$" "$work/server" ||
+	sr_fail "the server has other connections than the client's $est"
 sr_pass "accept queue overflow: $est established, $failed UNREACHABLE, slowest $slow ms"
