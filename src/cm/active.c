@@ -164,7 +164,7 @@ static bool sr_cm_active_wait_on(struct sr_cm_conn *c)
 		       "(%d bytes outstanding)", (void *)c->id, (unsigned long long)waited_ms,
 		       unacked);
 		setsockopt(c->sock.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-		c->phase = SR_CONN_TCP_CONNECT;
+		c->phase = SR_CONN_TCP_CONNECT; /* sr_cm_conn_destroy: close() at once, no FIN */
 		return false;
 	}
 	return sr_cm_conn_arm_timer(c, accept_ms - (unsigned int)waited_ms) == 0;
