@@ -18,6 +18,8 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <unistd.h>
 
 #include "cm/cm_priv.h"
@@ -139,19 +141,25 @@ static unsigned int sr_cm_reply_check_ms(void)
 }
 
 /*
- * The Reply's timer expired without a Reply (lock held, phase SR_CONN_READ_REPLY). Before
- * the accept timeout, at the first check: if the peer's TCP has acknowledged the whole
- * Request, wait for the rest of the accept timeout (re-armed; returns true). Otherwise
- * (false) the connect has failed. A Request nobody took is not left to TCP: the socket is
- * closed at once with a reset, as one still connecting is closed (sr_cm_conn_destroy), so
- * that a responder whose queue drains later cannot get it and report to its application a
- * connection we reported UNREACHABLE (a FIN behind the Request made all ten ESTABLISHED
- * there in cm_overflow's setting).
+ * The Reply's timer expired without a Reply (lock held, phase SR_CONN_READ_REPLY), before
+ * the accept timeout. If the peer's TCP has acknowledged the whole Request, wait for the
+ * rest of the accept timeout (re-armed; returns true). If not, but TCP has not resent it
+ * yet either (its retransmission timer, from the path's round trip, is longer: a path that
+ * queues packets for seconds), the Request may still be on its way: look again
+ * SR_CM_CONNECT_TIMEOUT_MS later (re-armed; true). Without that, 45 of 50 handshakes queued
+ * for over 10 s on a slow link failed while the server got all their Requests. Otherwise,
+ * unacknowledged although resent, the peer's stack is not taking it: the connect has
+ * failed (false). A Request nobody took is not left to TCP: the socket is closed at once
+ * with a reset, as one still connecting is closed (sr_cm_conn_destroy), so that a responder
+ * whose queue drains later cannot get it and report to its application a connection we
+ * reported UNREACHABLE (a FIN behind the Request made all ten ESTABLISHED there in
+ * cm_overflow's setting).
  */
 static bool sr_cm_active_wait_on(struct sr_cm_conn *c)
 {
 	uint64_t waited_ms = (sr_mono_ns() - c->accepted_ns) / 1000000u;
 	unsigned int accept_ms = sr_cm_accept_timeout_ms();
+	struct tcp_info ti;
 	int unacked = 0;
 
 	if (waited_ms >= accept_ms)
@@ -159,10 +167,17 @@ static bool sr_cm_active_wait_on(struct sr_cm_conn *c)
 	/* SIOCOUTQ: bytes in the send queue, sent but unacknowledged or not yet sent */
 	if (ioctl(c->sock.fd, SIOCOUTQ, &unacked) < 0 || unacked > 0) {
 		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+		socklen_t tlen = sizeof(ti);
+
+		if (unacked > 0 &&
+		    getsockopt(c->sock.fd, IPPROTO_TCP, TCP_INFO, &ti, &tlen) == 0 &&
+		    !ti.tcpi_retransmits)
+			return sr_cm_conn_arm_timer(c, SR_MIN(SR_CM_CONNECT_TIMEOUT_MS,
+							      accept_ms - (unsigned int)waited_ms)) == 0;
 
 		sr_dbg("id %p: the peer's TCP has not acknowledged our Request after %llu ms "
-		       "(%d bytes outstanding)", (void *)c->id, (unsigned long long)waited_ms,
-		       unacked);
+		       "(%d bytes outstanding, resent)", (void *)c->id,
+		       (unsigned long long)waited_ms, unacked);
 		setsockopt(c->sock.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 		c->phase = SR_CONN_TCP_CONNECT; /* sr_cm_conn_destroy: close() at once, no FIN */
 		return false;
