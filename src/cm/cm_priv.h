@@ -67,7 +67,8 @@
 #define SR_CM_REQUEST_TIMEOUT_MS 5000
 /*
  * The initiator's TCP connection and the sending of its Request; then, as long again, the
- * peer's TCP acknowledging the Request (one it never took fails the connect, active.c).
+ * peer's TCP acknowledging the Request (one it has not taken although TCP resent it fails
+ * the connect, active.c).
  */
 #define SR_CM_CONNECT_TIMEOUT_MS 10000
 /*

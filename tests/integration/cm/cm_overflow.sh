@@ -2,8 +2,9 @@
 # A listener whose accept queue overflows: the responder's kernel drops the initiator's
 # Request, and the initiator's connect must still end promptly (issue 15 item 7). A connect
 # whose Request the responder's TCP has not acknowledged SR_CM_CONNECT_TIMEOUT_MS (10 s)
-# after it was sent ends UNREACHABLE (-ETIMEDOUT), instead of waiting out the 60 s the
-# responder's application gets for its answer (src/cm/active.c, sr_cm_active_timeout).
+# after it was sent, although TCP resent it, ends UNREACHABLE (-ETIMEDOUT), instead of
+# waiting out the 60 s the responder's application gets for its answer (src/cm/active.c,
+# sr_cm_active_wait_on).
 #
 # In a fresh namespace with net.core.somaxconn 1 (an accept queue of 2) and lo slowed to a
 # packet every 40 ms (so that a burst's SYNs are answered before the first handshake's ACK comes
