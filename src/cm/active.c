@@ -9,12 +9,17 @@
  * (-ETIMEDOUT), anything else (malformed Reply, negotiation failure) CONNECT_ERROR.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <unistd.h>
 
 #include "cm/cm_priv.h"
@@ -110,15 +115,74 @@ static void sr_cm_update_src(struct sr_cm_id *id, int fd)
 		sr_addr_store(&id->id.route.addr.src_storage, (struct sockaddr *)&ss);
 }
 
-/* The Request is out: from now on we wait for the Reply (lock held). */
+/*
+ * The Request is out: from now on we wait for the Reply (lock held). The wait is checked
+ * first after SR_CM_CONNECT_TIMEOUT_MS (sr_cm_reply_check_ms): a Request that the peer's
+ * TCP has not acknowledged by then never reached the responder (its accept queue overflowed
+ * and its kernel dropped our segments, or the path lost them), and the connect fails as one
+ * whose TCP handshake took too long. One the peer's TCP took waits the accept timeout,
+ * since the responder's application may take its time (sr_cm_active_wait_on).
+ */
 static void sr_cm_request_sent(struct sr_cm_conn *c)
 {
+	c->accepted_ns = sr_mono_ns();
 	sr_cm_update_src(c->id, c->sock.fd);
 	/* the Request is out; we send nothing more until the Reply is in */
 	sr_cm_conn_phase_set(c, SR_CONN_READ_REPLY);
 	c->off = 0;
 	c->len = SR_MPA_RR_HDR_LEN;
 	c->hdr_done = false;
+}
+
+/* When the Reply's wait is checked first (the timer armed once the Request is out). */
+static unsigned int sr_cm_reply_check_ms(void)
+{
+	return SR_MIN(sr_cm_accept_timeout_ms(), SR_CM_CONNECT_TIMEOUT_MS);
+}
+
+/*
+ * The Reply's timer expired without a Reply (lock held, phase SR_CONN_READ_REPLY), before
+ * the accept timeout. If the peer's TCP has acknowledged the whole Request, wait for the
+ * rest of the accept timeout (re-armed; returns true). If not, but TCP has not resent it
+ * yet either (its retransmission timer, from the path's round trip, is longer: a path that
+ * queues packets for seconds), the Request may still be on its way: look again
+ * SR_CM_CONNECT_TIMEOUT_MS later (re-armed; true). Without that, 45 of 50 handshakes queued
+ * for over 10 s on a slow link failed while the server got all their Requests. Otherwise,
+ * unacknowledged although resent, the peer's stack is not taking it: the connect has
+ * failed (false). A Request nobody took is not left to TCP: the socket is closed at once
+ * with a reset, as one still connecting is closed (sr_cm_conn_destroy), so that a responder
+ * whose queue drains later cannot get it and report to its application a connection we
+ * reported UNREACHABLE (a FIN behind the Request made all ten ESTABLISHED there in
+ * cm_overflow's setting).
+ */
+static bool sr_cm_active_wait_on(struct sr_cm_conn *c)
+{
+	uint64_t waited_ms = (sr_mono_ns() - c->accepted_ns) / 1000000u;
+	unsigned int accept_ms = sr_cm_accept_timeout_ms();
+	struct tcp_info ti;
+	int unacked = 0;
+
+	if (waited_ms >= accept_ms)
+		return false;
+	/* SIOCOUTQ: bytes in the send queue, sent but unacknowledged or not yet sent */
+	if (ioctl(c->sock.fd, SIOCOUTQ, &unacked) < 0 || unacked > 0) {
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+		socklen_t tlen = sizeof(ti);
+
+		if (unacked > 0 &&
+		    getsockopt(c->sock.fd, IPPROTO_TCP, TCP_INFO, &ti, &tlen) == 0 &&
+		    !ti.tcpi_retransmits)
+			return sr_cm_conn_arm_timer(c, SR_MIN(SR_CM_CONNECT_TIMEOUT_MS,
+							      accept_ms - (unsigned int)waited_ms)) == 0;
+
+		sr_dbg("id %p: the peer's TCP has not acknowledged our Request after %llu ms "
+		       "(%d bytes outstanding, resent)", (void *)c->id,
+		       (unsigned long long)waited_ms, unacked);
+		setsockopt(c->sock.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		sr_cm_conn_phase_set(c, SR_CONN_ABORT); /* sr_cm_conn_destroy: a reset, no FIN */
+		return false;
+	}
+	return sr_cm_conn_arm_timer(c, accept_ms - (unsigned int)waited_ms) == 0;
 }
 
 /* The Reply is in c->buf (lock held; returns unlocked). */
@@ -218,18 +282,18 @@ static bool sr_cm_active_read_reply(struct sr_cm_conn *c)
 	return true;
 }
 
-void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events)
+/*
+ * The TCP connect and the Request's sending, given the socket's events (lock held, c live).
+ * Returns true when it released the lock (a failure reported, c may be gone), false when
+ * it still holds it: then c->phase says how far it got (SR_CONN_READ_REPLY: the Request is
+ * out and the accept deadline armed).
+ */
+static bool sr_cm_active_send_req(struct sr_cm_conn *c, uint32_t events)
 {
 	socklen_t len = sizeof(int);
 	int soerr = 0, r;
 
-	pthread_mutex_lock(&sr_cm_lock);
-	if (c->dead) {
-		pthread_mutex_unlock(&sr_cm_lock);
-		return;
-	}
-	switch (c->phase) {
-	case SR_CONN_TCP_CONNECT:
+	if (c->phase == SR_CONN_TCP_CONNECT) {
 		if (getsockopt(c->sock.fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
 			soerr = errno;
 		if (!soerr && (events & (EPOLLERR | EPOLLHUP)))
@@ -237,38 +301,51 @@ void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events)
 		if (soerr) {
 			/* RST from a port nobody listens on: ECONNREFUSED, REJECTED */
 			sr_cm_active_fail(c, sr_cm_fail_type(-soerr), -soerr, NULL);
-			return;
+			return true;
 		}
 		if (!(events & EPOLLOUT))
-			break;
+			return false;
 		sr_cm_conn_phase_set(c, SR_CONN_SEND_REQ);
-		/* fall through */
-	case SR_CONN_SEND_REQ:
-		while (c->off < c->len) {
-			ssize_t n = send(c->sock.fd, c->buf + c->off, c->len - c->off,
-					 MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
+	while (c->off < c->len) {
+		ssize_t n = send(c->sock.fd, c->buf + c->off, c->len - c->off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
 
-			if (n > 0) {
-				c->off += (size_t)n;
-			} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-				pthread_mutex_unlock(&sr_cm_lock);
-				return;
-			} else if (n < 0 && errno != EINTR) {
-				r = -errno;
-				sr_cm_active_fail(c, sr_cm_fail_type(r == -EPIPE ? -ECONNRESET : r),
-						  r == -EPIPE ? -ECONNRESET : r, NULL);
-				return;
-			}
+		if (n > 0) {
+			c->off += (size_t)n;
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			return false;
+		} else if (n < 0 && errno != EINTR) {
+			r = -errno;
+			sr_cm_active_fail(c, sr_cm_fail_type(r == -EPIPE ? -ECONNRESET : r),
+					  r == -EPIPE ? -ECONNRESET : r, NULL);
+			return true;
 		}
-		sr_cm_request_sent(c);
-		/* the peer's application may take its time now (SR_CM_ACCEPT_TIMEOUT_MS) */
-		r = sr_engine_mod(&c->sock, EPOLLIN | EPOLLRDHUP);
-		if (!r)
-			r = sr_cm_conn_arm_timer(c, sr_cm_accept_timeout_ms());
-		if (r) {
-			sr_cm_active_fail(c, RDMA_CM_EVENT_CONNECT_ERROR, r, NULL);
+	}
+	sr_cm_request_sent(c);
+	/* the peer's application may take its time now (SR_CM_ACCEPT_TIMEOUT_MS) */
+	r = sr_engine_mod(&c->sock, EPOLLIN | EPOLLRDHUP);
+	if (!r)
+		r = sr_cm_conn_arm_timer(c, sr_cm_reply_check_ms());
+	if (r) {
+		sr_cm_active_fail(c, RDMA_CM_EVENT_CONNECT_ERROR, r, NULL);
+		return true;
+	}
+	return false;
+}
+
+void sr_cm_active_io(struct sr_cm_conn *c, uint32_t events)
+{
+	pthread_mutex_lock(&sr_cm_lock);
+	if (c->dead) {
+		pthread_mutex_unlock(&sr_cm_lock);
+		return;
+	}
+	switch (c->phase) {
+	case SR_CONN_TCP_CONNECT:
+	case SR_CONN_SEND_REQ:
+		if (sr_cm_active_send_req(c, events))
 			return;
-		}
 		break;
 	case SR_CONN_READ_REPLY:
 		if (sr_cm_active_read_reply(c))
@@ -293,8 +370,32 @@ void sr_cm_active_timeout(struct sr_cm_conn *c)
 	 * event although the Reply arrived in time. Take it rather than report UNREACHABLE to
 	 * us and a connection the responder accepted in time gone to it.
 	 */
-	if (c->phase == SR_CONN_READ_REPLY && sr_cm_active_read_reply(c))
-		return;
+	if (c->phase == SR_CONN_READ_REPLY) {
+		if (sr_cm_active_read_reply(c))
+			return;
+		if (sr_cm_active_wait_on(c)) {
+			pthread_mutex_unlock(&sr_cm_lock);
+			return;
+		}
+	} else {
+		/*
+		 * The same for the connect's deadline: the TCP connection may be up (or have
+		 * failed) and the socket writable with its event not dispatched yet. Go on as
+		 * that event would: send the Request and wait for the Reply, or report the
+		 * connect's error.
+		 */
+		struct pollfd p = { .fd = c->sock.fd, .events = POLLOUT };
+
+		if (poll(&p, 1, 0) == 1) {
+			/* poll's POLLOUT, POLLERR, POLLHUP are epoll's bits on Linux */
+			if (sr_cm_active_send_req(c, (uint32_t)p.revents))
+				return;
+			if (c->phase == SR_CONN_READ_REPLY) {
+				pthread_mutex_unlock(&sr_cm_lock);
+				return;
+			}
+		}
+	}
 	sr_cm_active_fail(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL);
 }
 
@@ -401,7 +502,7 @@ SR_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 									 : EPOLLOUT);
 		if (!err)
 			err = sr_cm_conn_arm_timer(c, c->phase == SR_CONN_READ_REPLY ?
-							      sr_cm_accept_timeout_ms() :
+							      sr_cm_reply_check_ms() :
 							      SR_CM_CONNECT_TIMEOUT_MS);
 	}
 	if (err) {

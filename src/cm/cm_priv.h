@@ -71,10 +71,15 @@
 
 /* Timeouts (ms). siw uses 5 s for a Request to arrive and 10 s for the Reply. */
 #define SR_CM_REQUEST_TIMEOUT_MS 5000
-/* The initiator's TCP connection and the sending of its Request. */
+/*
+ * The initiator's TCP connection and the sending of its Request; then, as long again, the
+ * peer's TCP acknowledging the Request (one it has not taken although TCP resent it fails
+ * the connect, active.c).
+ */
 #define SR_CM_CONNECT_TIMEOUT_MS 10000
 /*
- * Once the Request is out, the initiator's wait for the Reply, and (the same bound) how long
+ * Once the Request is out (and the peer's TCP has acknowledged it), the initiator's wait for
+ * the Reply, and (the same bound) how long
  * a connect request may wait for the application's answer: SOFTRDMA_ACCEPT_TIMEOUT_MS, this
  * by default. siw gives the Reply 10 s, but a responder may do real work between its
  * CONNECT_REQUEST and rdma_accept (perftest -q 8 -s 4194304 fills 64 MiB with random()
@@ -425,6 +430,8 @@ enum sr_cm_conn_phase {
 	SR_CONN_HELD,        /* frames done, waiting for accept/establish; nobody reads */
 	SR_CONN_STREAM,      /* QP-less connection: the CM watches the stream for its end */
 	SR_CONN_STREAM_SHUT, /* ... and we sent our FIN (rdma_disconnect): the peer's is due */
+	SR_CONN_ABORT,       /* active: given up with the Request unacknowledged: closed with
+			      * a reset, never a FIN behind it (active.c, sr_cm_active_wait_on) */
 };
 
 /* Bytes after an MPA frame that has just been read (sr_cm_conn_check_quiet). */
@@ -459,7 +466,8 @@ struct sr_cm_conn {
 	struct sr_cm_id *listener;      /* passive handshake: the listener */
 	struct sr_list node;            /* listener->hs_list, oldest first */
 	struct sockaddr_storage peer;   /* passive: the peer's address, from accept4 */
-	uint64_t accepted_ns;           /* passive handshake: when (CLOCK_MONOTONIC) */
+	uint64_t accepted_ns;           /* passive handshake: when (CLOCK_MONOTONIC); active:
+					 * when the Request went out */
 	struct sr_mpa_hdr_info hi;
 	bool hdr_done;                  /* hi holds the parsed header */
 	enum sr_cm_conn_tail tail;      /* what followed the frame, when the read saw it */

@@ -248,8 +248,9 @@ void sr_cm_conn_destroy(struct sr_cm_conn *c)
 {
 	sr_cm_conn_quiesce(c);
 	if (c->sock.fd >= 0) {
-		/* a socket still connecting has nobody to say goodbye to */
-		if (c->phase == SR_CONN_TCP_CONNECT)
+		/* a socket still connecting has nobody to say goodbye to; an aborted one has
+		 * SO_LINGER 0: close() resets it */
+		if (c->phase == SR_CONN_TCP_CONNECT || c->phase == SR_CONN_ABORT)
 			close(c->sock.fd);
 		else
 			sr_cm_close_graceful(c->sock.fd);

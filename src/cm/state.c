@@ -77,20 +77,21 @@ static const unsigned int sr_cm_conn_phase_next[] = {
 	[SR_CONN_TCP_CONNECT] = SR_CONN_TO(SEND_REQ) | SR_CONN_TO(READ_REPLY),
 	[SR_CONN_SEND_REQ] = SR_CONN_TO(READ_REPLY),
 	/* a Reply for an id without a QP: held for rdma_establish */
-	[SR_CONN_READ_REPLY] = SR_CONN_TO(HELD),
+	[SR_CONN_READ_REPLY] = SR_CONN_TO(HELD) | SR_CONN_TO(ABORT),
 	/* a Request: held for rdma_accept */
 	[SR_CONN_READ_REQ] = SR_CONN_TO(HELD),
 	/* established without a QP (rdma_establish, rdma_accept) */
 	[SR_CONN_HELD] = SR_CONN_TO(STREAM),
 	/* rdma_disconnect sent our FIN */
 	[SR_CONN_STREAM] = SR_CONN_TO(STREAM_SHUT),
-	/* STREAM_SHUT: nothing (the conn is claimed at the stream's end) */
+	/* STREAM_SHUT: nothing (the conn is claimed at the stream's end); ABORT: nothing (it
+	 * is claimed and reset) */
 };
 
 bool sr_cm_conn_phase_legal(enum sr_cm_conn_phase from, enum sr_cm_conn_phase to)
 {
 	return (unsigned int)from < SR_ARRAY_SIZE(sr_cm_conn_phase_next) &&
-	       (unsigned int)to <= SR_CONN_STREAM_SHUT &&
+	       (unsigned int)to <= SR_CONN_ABORT &&
 	       (sr_cm_conn_phase_next[from] & (1u << to));
 }
 

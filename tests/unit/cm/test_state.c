@@ -67,6 +67,9 @@ static void conn_table(void **state)
 	assert_true(sr_cm_conn_phase_legal(SR_CONN_NEW, SR_CONN_READ_REQ));
 	assert_true(sr_cm_conn_phase_legal(SR_CONN_READ_REQ, SR_CONN_HELD));
 	assert_true(sr_cm_conn_phase_legal(SR_CONN_TCP_CONNECT, SR_CONN_READ_REPLY));
+	assert_true(sr_cm_conn_phase_legal(SR_CONN_READ_REPLY, SR_CONN_ABORT));
+	assert_false(sr_cm_conn_phase_legal(SR_CONN_ABORT, SR_CONN_READ_REPLY));
+	assert_false(sr_cm_conn_phase_legal(SR_CONN_TCP_CONNECT, SR_CONN_ABORT));
 
 	assert_false(sr_cm_conn_phase_legal(SR_CONN_NEW, SR_CONN_STREAM));
 	assert_false(sr_cm_conn_phase_legal(SR_CONN_READ_REQ, SR_CONN_READ_REPLY));
