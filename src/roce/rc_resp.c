@@ -208,6 +208,30 @@ static bool imm_op(uint8_t opcode)
 	return o == SR_ROCE_WRITE_LAST_IMM || o == SR_ROCE_WRITE_ONLY_IMM;
 }
 
+/*
+ * Take a posted receive for the message pkt starts (a SEND, or a WRITE with immediate).
+ * None posted: RNR NAK, the requester retries after min_rnr_timer. Any other failure is
+ * fatal with local completion status st. Returns true when there is a receive.
+ */
+static bool begin_recv(struct sr_rc_resp *s, const struct sr_roce_pkt *pkt,
+		       enum ibv_wc_status st)
+{
+	int err = s->ops->recv_begin(s->ctx);
+
+	if (err == -EAGAIN) {
+		queue_aeth(s, SR_AETH_SYN_RNR(s->attr.min_rnr_timer), pkt->psn);
+		s->stats.rnr_naks++;
+		s->nak_sent = true;
+		return false;
+	}
+	if (err) {
+		fatal(s, SR_AETH_NAK_REM_OP, pkt->psn, st);
+		return false;
+	}
+	s->have_recv = true;
+	return true;
+}
+
 /* Returns true when the request was executed (epsn moves past it). */
 static bool exec_send(struct sr_rc_resp *s, const struct sr_roce_pkt *pkt)
 {
@@ -215,18 +239,8 @@ static bool exec_send(struct sr_rc_resp *s, const struct sr_roce_pkt *pkt)
 	int err;
 
 	if (f & SR_ROCE_F_FIRST) {
-		err = s->ops->recv_begin(s->ctx);
-		if (err == -EAGAIN) {
-			queue_aeth(s, SR_AETH_SYN_RNR(s->attr.min_rnr_timer), pkt->psn);
-			s->stats.rnr_naks++;
-			s->nak_sent = true;
+		if (!begin_recv(s, pkt, IBV_WC_LOC_QP_OP_ERR))
 			return false;
-		}
-		if (err) {
-			fatal(s, SR_AETH_NAK_REM_OP, pkt->psn, IBV_WC_LOC_QP_OP_ERR);
-			return false;
-		}
-		s->have_recv = true;
 		s->msg = SR_ROCE_K_SEND;
 		s->msg_off = 0;
 	}
@@ -280,20 +294,8 @@ static bool exec_write(struct sr_rc_resp *s, const struct sr_roce_pkt *pkt)
 		fatal(s, SR_AETH_NAK_INV_REQ, pkt->psn, IBV_WC_SUCCESS);
 		return false;
 	}
-	if (imm_op(pkt->opcode)) {
-		err = s->ops->recv_begin(s->ctx);
-		if (err == -EAGAIN) {
-			queue_aeth(s, SR_AETH_SYN_RNR(s->attr.min_rnr_timer), pkt->psn);
-			s->stats.rnr_naks++;
-			s->nak_sent = true;
-			return false;
-		}
-		if (err) {
-			fatal(s, SR_AETH_NAK_REM_OP, pkt->psn, IBV_WC_SUCCESS);
-			return false;
-		}
-		s->have_recv = true;
-	}
+	if (imm_op(pkt->opcode) && !begin_recv(s, pkt, IBV_WC_SUCCESS))
+		return false;
 	if (f & SR_ROCE_F_FIRST) {
 		s->w_va = pkt->va;
 		s->w_rkey = pkt->rkey;
