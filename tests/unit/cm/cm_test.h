@@ -197,7 +197,8 @@ static inline void cm_test_read_frame(int fd, bool expect_reply, struct sr_mpa_p
 	assert_int_equal(cm_test_read_n(fd, buf + SR_MPA_RR_HDR_LEN, (size_t)n), (size_t)n);
 	assert_int_equal(sr_mpa_parse_pd(&hi, buf + SR_MPA_RR_HDR_LEN, (size_t)n, p, &ulp,
 					 &ulp_len), 0);
-	memcpy(pd, ulp, ulp_len);
+	if (ulp_len) /* no private data: ulp may be NULL, which memcpy may not get */
+		memcpy(pd, ulp, ulp_len);
 	*pd_len = ulp_len;
 }
 
