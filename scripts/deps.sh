@@ -28,13 +28,14 @@ sr_need_packages() {
 SR_BUILD_PACKAGES=(gcc make cmake pkg-config libibverbs-dev librdmacm-dev libnl-3-dev
 	libnl-route-3-dev libcmocka-dev)
 # What the tests need on top: the unmodified programs we run, namespaces, sanitizers, tshark,
+# groff (tools_man renders the man pages),
 # clang with libFuzzer's runtime for the fuzzing stage, rdma-core's own test suite
 # (python3-pyverbs, tests/integration/suite), and the real applications of
 # tests/integration/apps: tgt (tgtd), libiscsi-bin, qemu-utils with qemu-block-extra (qemu-img's
 # iscsi/iser driver, a Recommends that --no-install-recommends leaves out), qemu-system-x86,
 # openmpi-bin and libopenmpi-dev (mpicc for the test program).
 SR_TEST_PACKAGES=(ibverbs-utils python3-pyverbs rdmacm-utils perftest qperf iproute2
-	tshark procps binutils nftables libfabric1 libfabric-bin clang libclang-rt-14-dev
+	tshark procps binutils nftables libfabric1 libfabric-bin clang libclang-rt-14-dev groff-base
 	tgt libiscsi-bin qemu-utils qemu-block-extra qemu-system-x86 openmpi-bin libopenmpi-dev)
 # What the demo needs on top.
 SR_DEMO_PACKAGES=(ibverbs-utils rdmacm-utils iproute2)
