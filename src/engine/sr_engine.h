@@ -27,7 +27,9 @@ struct sr_engine_handler {
 	uint32_t slot;
 	uint32_t gen;
 	uint32_t epoch;   /* the engine's epoch at sr_engine_add (fork: see below) */
-	bool registered;
+	/* Atomic: an owner may look at it from a callback the engine is running while another
+	 * thread's sr_engine_del clears it (sr_engine_del then waits for that callback). */
+	_Atomic bool registered;
 };
 
 /* Register h->fd for EPOLL* events. Returns 0 or a negative errno. */
